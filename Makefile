@@ -1,0 +1,67 @@
+# ssdbench — top-level targets. `make demo` and `make test` work on a fresh Debian machine
+# (run as root to let them install apt packages; elsewhere they say what is missing).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: all deps venv lint test test-unit test-ui test-integration test-e2e demo bench \
+        dev-image image qemu buildroot-% clean
+
+all: test
+
+deps:
+	scripts/install-deps.sh
+
+$(STAMP): tui/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -e 'tui[test]'
+	touch $@
+
+venv: $(STAMP)
+
+lint: venv
+	$(VENV)/bin/ruff check tui/src tests scripts
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+# The README's test command: every tier (unit, UI, integration on loop devices, e2e in QEMU).
+test: deps venv lint
+	$(PY) -m pytest $(PYTEST_ARGS) tests
+
+test-unit: venv
+	$(PY) -m pytest $(PYTEST_ARGS) tests/unit
+test-ui: venv
+	$(PY) -m pytest $(PYTEST_ARGS) tests/ui
+test-integration: deps venv
+	$(PY) -m pytest $(PYTEST_ARGS) tests/integration
+test-e2e: deps venv
+	$(PY) -m pytest $(PYTEST_ARGS) tests/e2e
+
+# The main job: the appliance in QEMU testing virtual drives; results in demo-results/.
+demo: deps venv
+	scripts/demo
+
+# Speed and memory figures as name=value lines (not timed tests).
+bench: deps venv
+	$(PY) scripts/bench.py
+
+dev-image: deps venv
+	scripts/build-dev-image.sh
+
+qemu: dev-image
+	scripts/run-qemu.sh
+
+# The release image (Buildroot; downloads its sources).
+image:
+	scripts/build-image.sh
+
+# Forward Buildroot targets (menuconfig, savedefconfig, linux-menuconfig, show-info, ...).
+buildroot-%:
+	scripts/build-image.sh $*
+
+clean:
+	rm -rf $(VENV) build demo-results .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+from ssdbench.cli import main
+
+raise SystemExit(main())
