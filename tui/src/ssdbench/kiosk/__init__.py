@@ -1,0 +1,1 @@
+"""Unattended kiosk mode: config, drive choice, full-screen progress (no Textual)."""

@@ -1,0 +1,237 @@
+"""The kiosk config (`ssdbench.toml`): typed, strictly validated, one search order.
+
+Search order (the first that exists wins):
+
+1. the path given with ``--config`` (``ssdbench kiosk --config FILE``);
+2. ``ssdbench.config=PATH`` on the kernel command line (absolute, or relative to the
+   results partition's mount point);
+3. ``ssdbench.toml`` at the root of the results partition (``SSDRESULTS``).
+
+A config that fails validation raises :class:`ConfigError` naming the key and the expected
+form; nothing destructive runs then.  Example (shipped as ``ssdbench.toml.example``)::
+
+    plan = "quick"                 # review | quick | trim | diagnose
+    select = "all-eligible"        # or ["serial:S4EVNX0R123456", "model:Samsung SSD 870*"]
+    destroy = "all-eligible"       # or ["S4EVNX0R123456"]: consent, by serial
+    on_finish = "poweroff"         # poweroff | reboot | stay
+
+    [params]                       # plan parameters (docs/results-format.md)
+    torture_seconds = 600
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+PLANS = ("review", "quick", "trim", "diagnose")
+ON_FINISH = ("poweroff", "reboot", "stay")
+ALL_ELIGIBLE = "all-eligible"
+CONFIG_NAME = "ssdbench.toml"
+
+Scalar = str | int | float | bool
+
+
+class ConfigError(ValueError):
+    """A bad kiosk config: names the file, the key and the expected form."""
+
+    def __init__(self, source: str, key: str, problem: str) -> None:
+        self.source = source
+        self.key = key
+        self.problem = problem
+        super().__init__(f"{source}: `{key}`: {problem}")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """One entry of `select`: a serial (exact) or a model glob (case-insensitive)."""
+
+    kind: Literal["serial", "model"]
+    pattern: str
+
+    def matches(self, serial: str, model: str) -> bool:
+        if self.kind == "serial":
+            return serial == self.pattern
+        return fnmatch.fnmatch(model.casefold(), self.pattern.casefold())
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.pattern}"
+
+
+@dataclass(frozen=True)
+class KioskConfig:
+    source: str
+    plan: str = "quick"
+    select_all: bool = True
+    selectors: tuple[Selector, ...] = ()
+    destroy_all: bool = False
+    destroy_serials: tuple[str, ...] = ()
+    on_finish: str = "stay"
+    params: Mapping[str, Scalar] = field(default_factory=dict)
+
+    @property
+    def destructive(self) -> bool:
+        return self.plan != "diagnose"
+
+    def selects(self, serial: str, model: str) -> bool:
+        """Whether a drive (that is not protected) is chosen by `select`."""
+        if self.select_all:
+            return True
+        return any(s.matches(serial, model) for s in self.selectors)
+
+    def consents(self, serial: str) -> bool:
+        """Whether `destroy` names this drive (consent to write to it)."""
+        if not self.destructive:
+            return True
+        if self.destroy_all:
+            return True
+        return bool(serial) and serial in self.destroy_serials
+
+
+_KEYS = {"plan", "select", "destroy", "on_finish", "params"}
+
+
+def _string_list(source: str, key: str, value: object, form: str) -> list[str]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(source, key, f"expected {form}, got {value!r}")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise ConfigError(source, f"{key}[{i}]", f"expected a non-empty string, got {item!r}")
+        out.append(item.strip())
+    return out
+
+
+def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml") -> KioskConfig:
+    """Validate a parsed TOML document (see the module docstring for the form)."""
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise ConfigError(
+            source, unknown[0], f"unknown key; the keys are {', '.join(sorted(_KEYS))}"
+        )
+
+    plan = data.get("plan", "quick")
+    if plan not in PLANS:
+        raise ConfigError(source, "plan", f"expected one of {', '.join(PLANS)}, got {plan!r}")
+
+    select = data.get("select", ALL_ELIGIBLE)
+    selectors: list[Selector] = []
+    select_all = select == ALL_ELIGIBLE
+    if not select_all:
+        form = f'"{ALL_ELIGIBLE}" or a list like ["serial:S4EV...", "model:Samsung*"]'
+        if isinstance(select, str):
+            raise ConfigError(source, "select", f"expected {form}, got {select!r}")
+        for i, item in enumerate(_string_list(source, "select", select, form)):
+            kind, sep, pattern = item.partition(":")
+            if not sep or kind not in ("serial", "model") or not pattern.strip():
+                raise ConfigError(
+                    source, f"select[{i}]",
+                    f'expected "serial:SERIAL" or "model:GLOB", got {item!r}',
+                )
+            selectors.append(Selector(kind, pattern.strip()))  # type: ignore[arg-type]
+
+    destroy = data.get("destroy")
+    destroy_all = destroy == ALL_ELIGIBLE
+    destroy_serials: list[str] = []
+    if destroy is not None and not destroy_all:
+        form = f'"{ALL_ELIGIBLE}" or a list of serials like ["S4EVNX0R123456"]'
+        if isinstance(destroy, str):
+            raise ConfigError(source, "destroy", f"expected {form}, got {destroy!r}")
+        destroy_serials = _string_list(source, "destroy", destroy, form)
+    if plan != "diagnose" and destroy is None:
+        raise ConfigError(
+            source, "destroy",
+            f'plan "{plan}" erases and writes drives: say which with '
+            f'destroy = ["SERIAL", ...] or destroy = "{ALL_ELIGIBLE}"',
+        )
+
+    on_finish = data.get("on_finish", "stay")
+    if on_finish not in ON_FINISH:
+        raise ConfigError(
+            source, "on_finish", f"expected one of {', '.join(ON_FINISH)}, got {on_finish!r}"
+        )
+
+    params = data.get("params", {})
+    if not isinstance(params, dict):
+        raise ConfigError(source, "params", "expected a table: [params] with key = value lines")
+    for key, value in params.items():
+        if not isinstance(value, str | int | float | bool):
+            raise ConfigError(
+                source, f"params.{key}", f"expected a number, string or boolean, got {value!r}"
+            )
+
+    return KioskConfig(
+        source=source,
+        plan=plan,
+        select_all=select_all,
+        selectors=tuple(selectors),
+        destroy_all=destroy_all,
+        destroy_serials=tuple(destroy_serials),
+        on_finish=on_finish,
+        params=dict(params),
+    )
+
+
+def load_config(path: Path) -> KioskConfig:
+    """Read and validate a config file; every problem is a ConfigError naming the key."""
+    source = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(source, "(file)", f"cannot be read: {exc.strerror or exc}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(source, "(file)", "is not UTF-8 text") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(source, "(syntax)", f"not valid TOML: {exc}") from exc
+    return parse_config(data, source)
+
+
+def kernel_cmdline_value(cmdline: str, key: str) -> str | None:
+    """The value of `key=` on a kernel command line (last one wins), or None."""
+    value = None
+    for word in cmdline.split():
+        name, sep, rest = word.partition("=")
+        if sep and name == key:
+            value = rest
+    return value
+
+
+def find_config(
+    explicit: Path | None, cmdline: str, results_root: Path | None
+) -> Path | None:
+    """The config to use, per the search order in the module docstring."""
+    if explicit is not None:
+        return explicit
+    from_cmdline = kernel_cmdline_value(cmdline, "ssdbench.config")
+    if from_cmdline:
+        path = Path(from_cmdline)
+        if not path.is_absolute() and results_root is not None:
+            path = results_root / path
+        return path
+    if results_root is not None and (results_root / CONFIG_NAME).is_file():
+        return results_root / CONFIG_NAME
+    return None
+
+
+def choose_drives(
+    config: KioskConfig, drives: Sequence[tuple[str, str, bool]]
+) -> tuple[list[int], list[tuple[int, str]]]:
+    """Split drives (serial, model, protected) into chosen indices and skipped (index, why)."""
+    chosen: list[int] = []
+    skipped: list[tuple[int, str]] = []
+    for i, (serial, model, protected) in enumerate(drives):
+        if protected:
+            skipped.append((i, "protected"))
+        elif not config.selects(serial, model):
+            skipped.append((i, "not selected by `select`"))
+        elif not config.consents(serial):
+            skipped.append((i, "not named in `destroy` (no consent to erase it)"))
+        else:
+            chosen.append(i)
+    return chosen, skipped
