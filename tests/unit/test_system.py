@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from ssdbench.system import (
     CommandError,
     CommandLogFile,
