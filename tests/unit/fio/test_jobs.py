@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ssdbench.fio import jobs
+
+T = jobs.JobTarget("/dev/loop7", 64 * 2**20)
+
+
+def options(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith(("#", "[")):
+            key, _, value = line.partition("=")
+            out[key] = value
+    return out
+
+
+def test_fill_job_is_the_spec() -> None:
+    job = jobs.fill_job(T, passes=2)
+    o = options(job.text)
+    assert {k: o[k] for k in ("rw", "bs", "iodepth", "direct", "refill_buffers", "size", "loops")} == {
+        "rw": "write", "bs": "128k", "iodepth": "32", "direct": "1", "refill_buffers": "1",
+        "size": "100%", "loops": "2"}
+    assert job.total_bytes == 2 * T.span_bytes and job.runtime_s is None
+    assert o["write_bw_log"] == "fio/fill" and o["log_avg_msec"] == "1000"
+
+
+def test_torture_job_is_the_spec() -> None:
+    job = jobs.torture_job(T, seconds=2000)
+    o = options(job.text)
+    want = {"rw": "randwrite", "bs": "4k", "iodepth": "32", "numjobs": "1", "direct": "1",
+            "norandommap": "1", "randrepeat": "0", "refill_buffers": "1", "time_based": "1",
+            "runtime": "2000s", "log_avg_msec": "1000", "log_hist_msec": "1000",
+            "write_iops_log": "fio/torture", "write_bw_log": "fio/torture",
+            "write_lat_log": "fio/torture", "write_hist_log": "fio/torture",
+            "ioengine": "libaio", "filename": "/dev/loop7"}
+    assert {k: o.get(k) for k in want} == want
+    assert job.runtime_s == 2000
+
+
+def test_probe_is_clamped_to_the_span_and_whole_blocks() -> None:
+    job = jobs.probe_job(T, phase="clean", probe_bytes=8 * 2**30)
+    assert job.stage == "probe-clean" and job.total_bytes == T.span_bytes
+    o = options(job.text)
+    assert o["offset"] == "0" and o["size"] == str(T.span_bytes) and o["rw"] == "write"
+    with pytest.raises(ValueError):
+        jobs.probe_job(T, phase="clean", probe_bytes=1000)
+
+
+def test_read_jobs_never_write() -> None:
+    for job in (jobs.readscan_job(T), jobs.randread_job(T, seconds=60)):
+        o = options(job.text)
+        assert "readonly" in o and o["rw"] in ("read", "randread")
+        assert "WARNING" not in job.text
+
+
+def test_block_sizes_are_validated() -> None:
+    assert jobs.parse_block_size("128k") == 131072
+    for bad in ("4x", "100", "", "1.5k"):
+        with pytest.raises(ValueError):
+            jobs.parse_block_size(bad)
+
+
+def test_job_file_is_written_where_the_run_expects_it(tmp_path: Path) -> None:
+    job = jobs.torture_job(jobs.JobTarget("/dev/x", 2**20, ioengine="io_uring"), seconds=5)
+    path = job.write(tmp_path)
+    assert path == tmp_path / "jobs" / "torture.fio" and (tmp_path / "fio").is_dir()
+    assert "ioengine=io_uring" in path.read_text()

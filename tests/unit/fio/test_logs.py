@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ssdbench.fio.logs import (
+    LogError,
+    StageFiles,
+    bin_edges_ns,
+    hist_stats_us,
+    load_log,
+    per_second,
+    stage_series,
+    write_run_csvs,
+)
+from ssdbench.fio.status import parse_report
+from tests.unit.fio.conftest import make_run_dir
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_torture_iops_csv_has_one_row_per_second_and_recovers_the_last(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path, "torture-3s", "torture")
+    write_run_csvs(run_dir)
+    table = rows(run_dir / "iops.csv")
+    assert [r["time_s"] for r in table] == ["0", "1", "2"]
+    assert list(table[0]) == ["time_s", "iops", "mib_s", "lat_mean_us", "lat_p99_us",
+                              "lat_p9999_us", "lat_max_us"]
+    # fio logged only 2 of the 3 seconds; the third comes from the final JSON totals.
+    report = StageFiles(run_dir / "fio", "torture").report()
+    assert report is not None
+    _, total_ios = report.total("write")
+    assert float(table[0]["iops"]) == 135276.0 and float(table[1]["iops"]) == 117305.0
+    assert float(table[2]["iops"]) > 0
+    assert sum(float(r["iops"]) for r in table) == pytest.approx(total_ios, rel=0.02)
+    # latency from the lat and histogram logs, ordered sensibly
+    first = table[0]
+    assert 0 < float(first["lat_mean_us"]) < float(first["lat_max_us"])
+    assert float(first["lat_p99_us"]) <= float(first["lat_p9999_us"]) <= float(first["lat_max_us"])
+
+
+def test_cancelled_run_keeps_every_logged_second(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path, "cancelled", "torture")
+    write_run_csvs(run_dir)
+    table = rows(run_dir / "iops.csv")
+    assert [r["time_s"] for r in table] == ["0", "1", "2"]  # 2.1 s → two full seconds + tail
+    assert float(table[0]["iops"]) == 82428.0
+
+
+def test_fill_with_empty_logs_comes_from_the_json_totals(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path, "fill-2pass", "fill")
+    write_run_csvs(run_dir)
+    table = rows(run_dir / "fill.csv")
+    assert len(table) == 1
+    assert float(table[-1]["gib_written"]) == pytest.approx(64 / 1024, rel=1e-3)
+    assert not (run_dir / "iops.csv").exists()
+
+
+def test_missing_and_duplicate_seconds(tmp_path: Path) -> None:
+    t = np.array([1000.0, 2001.0, 2001.0, 5000.0, 5999.0])
+    v = np.array([10.0, 20.0, 99.0, 50.0, 60.0])
+    vals, present = per_second(t, v, 7)
+    assert vals.tolist() == [10.0, 20.0, 0.0, 0.0, 50.0, 60.0, 0.0]
+    assert present.tolist() == [True, True, False, False, True, True, False]
+
+
+def test_newer_fio_extra_columns_and_torn_last_line(tmp_path: Path) -> None:
+    # fio >= 3.36 adds a priority column (and an issue time with log_issue_time).
+    path = tmp_path / "x_iops.1.log"
+    path.write_text("1000, 5, 1, 0, 0, 0\n2000, 6, 1, 0, 0, 0\n3000, 7, 1, 0")
+    arr = load_log(path)
+    assert arr.shape == (2, 6)
+    assert arr[:, 1].tolist() == [5.0, 6.0]
+
+
+def test_a_log_that_is_not_one_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.log"
+    path.write_text("hello\nworld\n")
+    with pytest.raises(LogError):
+        load_log(path)
+
+
+def test_histogram_bins_match_fio_latency_groups() -> None:
+    lower, upper = bin_edges_ns(1856)
+    assert lower[:3].tolist() == [0, 1, 2]
+    assert lower[128] == 128 and upper[128] == 130  # second group: 2 ns wide
+    assert lower[192] == 256 and upper[192] == 260
+    assert upper[-1] == 2**34  # top of the last bin: ~17 s
+    assert np.all(upper[:-1] == lower[1:])
+    clower, cupper = bin_edges_ns(232)  # coarseness 3: 8 fine bins each
+    assert clower[16] == lower[128] and cupper[16] == upper[135]
+    with pytest.raises(LogError):
+        bin_edges_ns(1000)
+
+
+def test_histogram_percentiles() -> None:
+    counts = np.zeros((2, 1856))
+    counts[0, 100] = 9900  # 100 ns
+    counts[0, 1000] = 99  # bin 1000
+    counts[0, 1500] = 1
+    pct, mx = hist_stats_us(counts, (50.0, 99.0, 99.99))
+    lower, upper = bin_edges_ns(1856)
+    mid = (lower + upper) / 2000.0
+    assert pct[0].tolist() == [mid[100], mid[100], mid[1000]]
+    assert mx[0] == mid[1500]
+    assert np.isnan(pct[1]).all() and np.isnan(mx[1])
+
+
+def test_stage_series_on_report_totals(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path, "torture-3s", "torture")
+    files = StageFiles(run_dir / "fio", "torture")
+    series = stage_series(files, "write")
+    report = parse_report(__import__("json").loads(files.json.read_text()))
+    total_bytes, _ = report.total("write")
+    assert (series.mib_s * series.seconds()).sum() * 2**20 == pytest.approx(total_bytes, rel=0.02)

@@ -1,0 +1,210 @@
+"""fio job files: the exact jobs behind every number, written to the run's ``jobs/`` folder.
+
+Every measurement stage is one fio job file. ssdbench starts fio on that file from the run
+folder (``fio --output-format=json --status-interval=1 jobs/<stage>.fio``) and the log
+prefixes inside it are relative (``fio/<stage>``), so a user can re-run exactly what produced
+a number with ``cd <run folder> && fio jobs/<stage>.fio``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ssdbench import __version__
+from ssdbench.results import atomic
+
+IOENGINES = ("libaio", "io_uring")
+# fio's latency histogram has 1856 bins (FIO_IO_U_PLAT_NR); coarseness c sums 2**c of them.
+HIST_BINS = 1856
+_SIZE_RE = re.compile(r"^(\d+)([kmg]?)$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_block_size(text: str) -> int:
+    """``4k`` → 4096 (fio's binary units); raise ValueError for anything else."""
+    match = _SIZE_RE.match(text.strip())
+    if not match:
+        raise ValueError(f"expected a size like 4k, 128k or 1m, got {text!r}")
+    value = int(match.group(1)) * _UNITS[match.group(2).lower()]
+    if value < 512 or value % 512:
+        raise ValueError(f"a block size must be a multiple of 512 bytes, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class JobTarget:
+    """Where and how a job does its I/O."""
+
+    path: str  # block device, partition, or a regular file (tests)
+    span_bytes: int  # the test span: the whole target
+    ioengine: str = "libaio"
+    iodepth: int = 32
+    direct: bool = True  # False only for regular files on filesystems without O_DIRECT
+
+
+@dataclass(frozen=True)
+class JobFile:
+    """One fio job for one stage, and what the runner needs to know to follow it."""
+
+    stage: str  # jobs/<stage>.fio, fio/<stage>.json, fio/<stage>_<kind>.1.log
+    text: str
+    direction: str  # "write" or "read": which counters progress follows
+    runtime_s: int | None  # time_based jobs: the duration
+    total_bytes: int | None  # size-based jobs: bytes the job moves in all
+
+    @property
+    def relpath(self) -> str:
+        return f"jobs/{self.stage}.fio"
+
+    def write(self, run_dir: Path) -> Path:
+        """Write jobs/<stage>.fio atomically and make sure fio/ exists for the logs."""
+        (run_dir / "fio").mkdir(parents=True, exist_ok=True)
+        path = run_dir / self.relpath
+        atomic.write_text(path, self.text)
+        return path
+
+
+def _render(
+    stage: str, target: JobTarget, options: list[tuple[str, object]], purpose: str,
+    destructive: bool,
+) -> str:
+    lines = [
+        f"# ssdbench {__version__}: stage {stage!r} ({purpose})",
+        "# Re-run by hand from the run folder (logs go to fio/):",
+        f"#   fio --output-format=json jobs/{stage}.fio",
+    ]
+    if destructive:
+        lines.append(f"# WARNING: this job overwrites data on {target.path}")
+    else:
+        lines.append("# Read-only: this job never writes.")
+    lines += [
+        "",
+        "[global]",
+        f"filename={target.path}",
+        f"ioengine={target.ioengine}",
+        f"iodepth={target.iodepth}",
+        f"direct={int(target.direct)}",
+        "thread=0",
+        "group_reporting=1",
+        "",
+        f"[{stage}]",
+    ]
+    for key, value in options:
+        lines.append(key if value is None else f"{key}={value}")
+    return "\n".join(lines) + "\n"
+
+
+def _bw_log(stage: str) -> list[tuple[str, object]]:
+    return [
+        ("write_bw_log", f"fio/{stage}"),
+        ("write_iops_log", f"fio/{stage}"),
+        ("log_avg_msec", 1000),
+        ("per_job_logs", 1),
+    ]
+
+
+def fill_job(target: JobTarget, *, block_size: str = "128k", passes: int = 1) -> JobFile:
+    """Sequential incompressible writes over every byte of the span, ``passes`` times."""
+    parse_block_size(block_size)
+    options: list[tuple[str, object]] = [
+        ("rw", "write"),
+        ("bs", block_size),
+        ("size", "100%"),
+        ("loops", passes),
+        ("refill_buffers", 1),
+        *_bw_log("fill"),
+    ]
+    text = _render("fill", target, options, f"sequential fill, {passes} pass(es)", True)
+    return JobFile("fill", text, "write", None, target.span_bytes * passes)
+
+
+def torture_job(
+    target: JobTarget, *, seconds: int, block_size: str = "4k", hist_coarseness: int = 3,
+    stage: str = "torture",
+) -> JobFile:
+    """4 KiB random writes at QD32 for ``seconds``, with per-second logs and histograms."""
+    parse_block_size(block_size)
+    if not 0 <= hist_coarseness <= 6:
+        raise ValueError("hist_coarseness must be 0..6")
+    options: list[tuple[str, object]] = [
+        ("rw", "randwrite"),
+        ("bs", block_size),
+        ("numjobs", 1),
+        ("size", "100%"),
+        ("norandommap", 1),
+        ("randrepeat", 0),
+        ("refill_buffers", 1),
+        ("time_based", 1),
+        ("runtime", f"{seconds}s"),
+        ("write_iops_log", f"fio/{stage}"),
+        ("write_bw_log", f"fio/{stage}"),
+        ("write_lat_log", f"fio/{stage}"),
+        ("log_avg_msec", 1000),
+        ("write_hist_log", f"fio/{stage}"),
+        ("log_hist_msec", 1000),
+        ("log_hist_coarseness", hist_coarseness),
+        ("per_job_logs", 1),
+    ]
+    text = _render(stage, target, options, f"random-write torture, {seconds} s", True)
+    return JobFile(stage, text, "write", seconds, None)
+
+
+def probe_job(target: JobTarget, *, phase: str, probe_bytes: int,
+              block_size: str = "128k") -> JobFile:
+    """Sequential incompressible write of ``probe_bytes`` from the start of the span."""
+    bs = parse_block_size(block_size)
+    size = min(probe_bytes, target.span_bytes)
+    size -= size % bs
+    if size <= 0:
+        raise ValueError(f"probe size {probe_bytes} B is smaller than one block ({bs} B)")
+    stage = f"probe-{phase}"
+    options: list[tuple[str, object]] = [
+        ("rw", "write"),
+        ("bs", block_size),
+        ("offset", 0),
+        ("size", size),
+        ("refill_buffers", 1),
+        *_bw_log(stage),
+    ]
+    text = _render(stage, target, options, f"TRIM probe {phase}, {size} bytes", True)
+    return JobFile(stage, text, "write", None, size)
+
+
+def readscan_job(target: JobTarget, *, block_size: str = "1m") -> JobFile:
+    """Full-span sequential read, MiB/s per second; opened read-only."""
+    parse_block_size(block_size)
+    options: list[tuple[str, object]] = [
+        ("rw", "read"),
+        ("bs", block_size),
+        ("size", "100%"),
+        ("readonly", None),
+        *_bw_log("readscan"),
+    ]
+    text = _render("readscan", target, options, "full-span sequential read scan", False)
+    return JobFile("readscan", text, "read", None, target.span_bytes)
+
+
+def randread_job(
+    target: JobTarget, *, seconds: int = 60, block_size: str = "4k", hist_coarseness: int = 3,
+) -> JobFile:
+    """4 KiB random reads at the target's queue depth for ``seconds``; read-only."""
+    parse_block_size(block_size)
+    options: list[tuple[str, object]] = [
+        ("rw", "randread"),
+        ("bs", block_size),
+        ("size", "100%"),
+        ("norandommap", 1),
+        ("randrepeat", 0),
+        ("time_based", 1),
+        ("runtime", f"{seconds}s"),
+        ("readonly", None),
+        ("write_lat_log", "fio/randread"),
+        ("write_hist_log", "fio/randread"),
+        ("log_hist_msec", 1000),
+        ("log_hist_coarseness", hist_coarseness),
+        *_bw_log("randread"),
+    ]
+    text = _render("randread", target, options, f"random read, {seconds} s", False)
+    return JobFile("randread", text, "read", seconds, None)

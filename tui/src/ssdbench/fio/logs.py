@@ -1,0 +1,367 @@
+"""fio's per-second logs → the per-second CSV files of a run.
+
+fio writes ``<prefix>_{iops,bw,lat}.1.log`` (``log_avg_msec=1000``: one averaged row per
+window; columns ``time_ms, value, ddir, bs, offset[, prio[, issue_time]]`` — newer fio adds
+columns, only the first three are used) and ``<prefix>_clat_hist.1.log`` (``log_hist_msec``:
+``time_ms, ddir, bs, bin0, bin1, …`` with per-interval counts). Their quirks, handled here:
+
+* the last second is often missing (fio flushes the final window only sometimes): its value
+  is recovered from the totals in fio's final JSON (total minus what the log holds);
+* duplicate timestamps (a flush of a partial window at the same time): the first row wins;
+* timestamps jitter by a millisecond (1000, 2001, 3000): rows are put in the second whose
+  end is nearest (``round(t/1000) - 1``);
+* a second with no row at all is a second without completed I/O: zero, never a gap.
+
+Every second of a stage has exactly one CSV row: ``ceil((job_runtime_ms - 100) / 1000)``
+rows (at least one), the last one possibly a partial second.
+Parsing is vectorized (numpy); a 24-hour log set parses in about a second.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from ssdbench.fio.jobs import HIST_BINS
+from ssdbench.fio.status import FioReport, parse_report
+from ssdbench.results import atomic
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+DDIR = {"read": 0, "write": 1, "trim": 2}
+MIB = 1024.0 * 1024.0
+GIB = 1024.0**3
+TAIL_SLACK_MS = 100
+
+
+class LogError(ValueError):
+    """A fio log that cannot be read as one."""
+
+
+def load_log(path: Path, min_cols: int = 3) -> F64:
+    """A fio log as a float array (rows × columns); a torn last line is dropped."""
+    data = path.read_bytes()
+    if not data.strip():
+        return np.zeros((0, min_cols))
+    cut = data.rfind(b"\n")
+    if not data.endswith(b"\n"):
+        data = data[: cut + 1] if cut >= 0 else b""
+    first = data[: data.find(b"\n")]
+    ncols = first.count(b",") + 1
+    nrows = data.count(b"\n")
+    if ncols < min_cols:
+        raise LogError(f"{path}: expected at least {min_cols} columns, got {ncols}")
+    flat = np.fromstring(data.replace(b"\n", b","), dtype=np.float64, sep=",")
+    if flat.size == nrows * ncols:
+        return np.asarray(flat.reshape(nrows, ncols), dtype=np.float64)
+    # Rows of different widths (a torn or foreign line): keep the rows of the first width.
+    rows = []
+    for line in data.decode("ascii", errors="replace").splitlines():
+        parts = line.split(",")
+        if len(parts) != ncols:
+            continue
+        try:
+            rows.append([float(p) for p in parts])
+        except ValueError:
+            continue
+    if not rows:
+        raise LogError(f"{path}: no readable rows")
+    return np.asarray(rows, dtype=np.float64)
+
+
+def second_index(t_ms: F64) -> I64:
+    """The 0-based second a log row closes (rows are stamped at the end of their window)."""
+    return np.maximum(np.rint(t_ms / 1000.0).astype(np.int64) - 1, 0)
+
+
+def per_second(t_ms: F64, values: F64, n: int) -> tuple[F64, npt.NDArray[np.bool_]]:
+    """Place rows into n one-second slots (first row of a second wins); (values, present)."""
+    out = np.zeros(n, dtype=np.float64)
+    present = np.zeros(n, dtype=bool)
+    if n == 0 or t_ms.size == 0:
+        return out, present
+    sec = second_index(t_ms)
+    keep = sec < n
+    sec, vals = sec[keep], values[keep]
+    uniq, first = np.unique(sec, return_index=True)
+    out[uniq] = vals[first]
+    present[uniq] = True
+    return out, present
+
+
+def fill_tail(values: F64, present: npt.NDArray[np.bool_], total: float,
+              runtime_s: float) -> F64:
+    """Recover the trailing seconds fio did not log from the run's total.
+
+    ``values`` are per-second rates; ``total`` is the run's whole amount (I/Os, KiB) from
+    the final JSON. What the log does not hold is spread over the trailing seconds that
+    have no row, as a rate over the time they actually lasted.
+    """
+    n = values.size
+    if n == 0 or present.all():
+        return values
+    last = int(np.flatnonzero(present)[-1]) if present.any() else -1
+    missing = n - (last + 1)
+    if missing <= 0:
+        return values
+    logged = float(values[: last + 1].sum())
+    residual = max(total - logged, 0.0)
+    duration = max(runtime_s - (last + 1), 0.0)
+    if duration <= 0.0:
+        return values
+    out = values.copy()
+    out[last + 1 :] = residual / duration
+    return out
+
+
+# ---- latency histogram bins (fio stat.h: FIO_IO_U_PLAT_BITS=6, FIO_IO_U_PLAT_VAL=64) ----
+
+def _fine_lower_ns(index: I64) -> I64:
+    """Lower latency bound (ns) of fio's fine-grained histogram bin ``index``.
+
+    Bins below 128 are one nanosecond wide; above, each group of 64 bins covers a power
+    of two, so the width doubles every 64 bins.
+    """
+    index = np.asarray(index, dtype=np.int64)
+    group = np.maximum((index >> 6) - 1, 0)
+    base = np.left_shift(np.int64(1), group + 6)
+    lower = base + (index & 63) * np.left_shift(np.int64(1), group)
+    return np.where(index < 128, index, lower)
+
+
+def bin_edges_ns(nbins: int) -> tuple[F64, F64]:
+    """(lower, upper) bounds in ns of each bin of a log with ``nbins`` (coarse) bins."""
+    if nbins <= 0 or HIST_BINS % nbins:
+        raise LogError(f"a fio histogram has {HIST_BINS}/2^k bins, not {nbins}")
+    stride = HIST_BINS // nbins
+    idx = np.arange(nbins, dtype=np.int64) * stride
+    lower = _fine_lower_ns(idx).astype(np.float64)
+    upper = _fine_lower_ns(idx + stride).astype(np.float64)
+    return lower, upper
+
+
+def hist_stats_us(counts: F64, percentiles: Sequence[float]) -> tuple[F64, F64]:
+    """Per-row latency percentiles and max (µs) from histogram counts (rows × bins).
+
+    A percentile is the midpoint of the first bin whose cumulative count reaches it (as
+    fio reports them); max is the midpoint of the highest non-empty bin. Rows without
+    samples give NaN.
+    """
+    rows, nbins = counts.shape
+    lower, upper = bin_edges_ns(nbins)
+    mid_us = (lower + upper) / 2.0 / 1000.0
+    pct = np.full((rows, len(percentiles)), np.nan)
+    mx = np.full(rows, np.nan)
+    if rows == 0:
+        return pct, mx
+    total = counts.sum(axis=1)
+    has = total > 0
+    cum = np.cumsum(counts, axis=1)
+    for j, p in enumerate(percentiles):
+        target = total * (p / 100.0)
+        # first bin with cum >= target (vectorized searchsorted per row)
+        idx = (cum < target[:, None] - 1e-9).sum(axis=1)
+        idx = np.minimum(idx, nbins - 1)
+        pct[:, j] = np.where(has, mid_us[idx], np.nan)
+    top = nbins - 1 - np.argmax(counts[:, ::-1] > 0, axis=1)
+    mx[:] = np.where(has, mid_us[top], np.nan)
+    return pct, mx
+
+
+# ---- stage files → series ----
+
+@dataclass(frozen=True)
+class StageFiles:
+    fio_dir: Path
+    stage: str
+
+    def log(self, kind: str) -> Path:
+        return self.fio_dir / f"{self.stage}_{kind}.1.log"
+
+    @property
+    def json(self) -> Path:
+        return self.fio_dir / f"{self.stage}.json"
+
+    def report(self) -> FioReport | None:
+        try:
+            return parse_report(json.loads(self.json.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return None
+
+
+def _rows(path: Path, ddir: int) -> F64:
+    if not path.exists():
+        return np.zeros((0, 3))
+    arr = load_log(path)
+    return arr[arr[:, 2] == ddir] if arr.shape[0] else arr
+
+
+def stage_seconds(files: StageFiles, report: FioReport | None) -> int:
+    """How many one-second rows the stage has: its runtime, rounded."""
+    if report is not None and report.runtime_ms > 0:
+        # A trailing part of a second shorter than 100 ms is not a row of its own (fio's
+        # time_based runtime overshoots by a few ms); any longer part is the last row.
+        return max(math.ceil((report.runtime_ms - TAIL_SLACK_MS) / 1000.0), 1)
+    last = 0
+    for kind in ("iops", "bw"):
+        path = files.log(kind)
+        if path.exists():
+            arr = load_log(path)
+            if arr.shape[0]:
+                last = max(last, int(second_index(arr[:, 0]).max()) + 1)
+    return last
+
+
+@dataclass(frozen=True)
+class Series:
+    """Per-second values of one stage; latency in µs (NaN when unknown)."""
+
+    iops: F64
+    mib_s: F64
+    lat_mean_us: F64
+    lat_p99_us: F64
+    lat_p9999_us: F64
+    lat_max_us: F64
+    last_second_s: float = 1.0  # how long the last row lasted (a partial final second)
+
+    def seconds(self) -> F64:
+        """Duration of each row: 1 s, the last one possibly shorter."""
+        dur = np.ones(self.mib_s.size)
+        if dur.size:
+            dur[-1] = self.last_second_s
+        return dur
+
+
+def stage_series(files: StageFiles, direction: str, *, latency: bool = True) -> Series:
+    report = files.report()
+    n = stage_seconds(files, report)
+    ddir = DDIR[direction]
+    runtime_s = report.runtime_ms / 1000.0 if report else float(n)
+    total_bytes, total_ios = report.total(direction) if report else (0, 0)
+
+    iops_rows = _rows(files.log("iops"), ddir)
+    iops, present = per_second(iops_rows[:, 0], iops_rows[:, 1], n)
+    if report:
+        iops = fill_tail(iops, present, float(total_ios), runtime_s)
+    bw_rows = _rows(files.log("bw"), ddir)
+    kib, bw_present = per_second(bw_rows[:, 0], bw_rows[:, 1], n)
+    if report:
+        kib = fill_tail(kib, bw_present, total_bytes / 1024.0, runtime_s)
+    mib_s = kib / 1024.0
+    nan = np.full(n, np.nan)
+    lat_mean, p99, p9999, lmax = nan, nan, nan, nan
+    if latency:
+        lat_rows = _rows(files.log("lat"), ddir)
+        lat_ns, lat_present = per_second(lat_rows[:, 0], lat_rows[:, 1], n)
+        lat_mean = np.where(lat_present, lat_ns / 1000.0, np.nan)
+        hist_path = files.log("clat_hist")
+        if hist_path.exists():
+            hist = load_log(hist_path, min_cols=4)
+            hist = hist[hist[:, 1] == ddir]
+            if hist.shape[0]:
+                sec = second_index(hist[:, 0])
+                keep = sec < n
+                sec, counts = sec[keep], hist[keep, 3:]
+                uniq, first = np.unique(sec, return_index=True)
+                pct, mx = hist_stats_us(counts[first], (99.0, 99.99))
+                p99, p9999, lmax = nan.copy(), nan.copy(), nan.copy()
+                p99[uniq], p9999[uniq], lmax[uniq] = pct[:, 0], pct[:, 1], mx
+    idle = iops <= 0
+    lat = [np.where(idle, np.nan, a) for a in (lat_mean, p99, p9999, lmax)]
+    last = min(max(runtime_s - (n - 1), 0.0), 1.0) if n else 1.0
+    return Series(iops, mib_s, lat[0], lat[1], lat[2], lat[3], last or 1.0)
+
+
+# ---- CSV writing ----
+
+def _fmt(value: float, digits: int) -> str:
+    return "" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def _csv(header: str, columns: Sequence[tuple[F64, int]]) -> str:
+    lists = [col.tolist() for col, _ in columns]
+    digits = [d for _, d in columns]
+    lines = [header]
+    for t, row in enumerate(zip(*lists, strict=True)):
+        lines.append(",".join([str(t), *(_fmt(v, d) for v, d in zip(row, digits, strict=True))]))
+    return "\n".join(lines) + "\n"
+
+
+def iops_csv(series: Series) -> str:
+    return _csv(
+        "time_s,iops,mib_s,lat_mean_us,lat_p99_us,lat_p9999_us,lat_max_us",
+        [(series.iops, 1), (series.mib_s, 3), (series.lat_mean_us, 1),
+         (series.lat_p99_us, 1), (series.lat_p9999_us, 1), (series.lat_max_us, 1)],
+    )
+
+
+def fill_csv(series: Series) -> str:
+    gib = np.cumsum(series.mib_s * series.seconds()) / 1024.0
+    return _csv("time_s,mib_s,gib_written", [(series.mib_s, 3), (gib, 4)])
+
+
+def probe_csv(series: Series) -> str:
+    return _csv("time_s,mib_s", [(series.mib_s, 3)])
+
+
+def readscan_csv(series: Series) -> str:
+    offset = np.concatenate(([0.0], np.cumsum(series.mib_s)[:-1])) / 1024.0
+    if series.mib_s.size == 0:
+        offset = np.zeros(0)
+    return _csv("time_s,offset_gib,mib_s", [(offset, 4), (series.mib_s, 3)])
+
+
+PROBE_PHASES = ("clean", "after_torture", "after_trim")
+
+
+def probes_csv(fio_dir: Path) -> str | None:
+    """probes.csv rows (phase, mean MiB/s, seconds, bytes) from the probes' final JSON."""
+    lines = ["phase,mib_s,seconds,bytes"]
+    for phase in PROBE_PHASES:
+        report = StageFiles(fio_dir, f"probe-{phase}").report()
+        if report is None:
+            continue
+        total_bytes, _ = report.total("write")
+        ms = max((j.write.runtime_ms for j in report.jobs), default=0)
+        seconds = ms / 1000.0
+        mib_s = total_bytes / seconds / MIB if seconds > 0 else float("nan")
+        lines.append(f"{phase},{_fmt(mib_s, 3)},{seconds:.3f},{total_bytes}")
+    return "\n".join(lines) + "\n" if len(lines) > 1 else None
+
+
+def write_run_csvs(run_dir: Path) -> None:
+    """(Re)create iops.csv, fill.csv, probe-<phase>.csv, probes.csv, readscan.csv and
+    randread.csv of a run from ``run_dir/fio/*`` (only those whose fio files exist)."""
+    fio_dir = Path(run_dir) / "fio"
+    if not fio_dir.is_dir():
+        return
+
+    def has(stage: str) -> StageFiles | None:
+        files = StageFiles(fio_dir, stage)
+        if files.json.exists() or files.log("bw").exists() or files.log("iops").exists():
+            return files
+        return None
+
+    if files := has("torture"):
+        atomic.write_text(run_dir / "iops.csv", iops_csv(stage_series(files, "write")))
+    if files := has("fill"):
+        atomic.write_text(run_dir / "fill.csv",
+                          fill_csv(stage_series(files, "write", latency=False)))
+    for phase in PROBE_PHASES:
+        if files := has(f"probe-{phase}"):
+            atomic.write_text(run_dir / f"probe-{phase}.csv",
+                              probe_csv(stage_series(files, "write", latency=False)))
+    if (text := probes_csv(fio_dir)) is not None:
+        atomic.write_text(run_dir / "probes.csv", text)
+    if files := has("readscan"):
+        atomic.write_text(run_dir / "readscan.csv",
+                          readscan_csv(stage_series(files, "read", latency=False)))
+    if files := has("randread"):
+        atomic.write_text(run_dir / "randread.csv", iops_csv(stage_series(files, "read")))

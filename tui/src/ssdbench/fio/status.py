@@ -1,0 +1,165 @@
+"""fio's JSON output: the stream of status dumps and the final report, as frozen dataclasses.
+
+With ``--output-format=json --status-interval=1`` fio prints one pretty-printed JSON object
+per second on stdout, then the final one, one after another, with the odd non-JSON line
+between them (``fio: terminating on signal 2``, warnings). :class:`JsonStreamSplitter`
+splits that stream incrementally; :func:`parse_report` turns one object into a
+:class:`FioReport`. Counters in the dumps are cumulative since the job started.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class FioOutputError(ValueError):
+    """fio printed something that is not the JSON it should be."""
+
+
+class JsonStreamSplitter:
+    """Incremental splitter for concatenated top-level JSON objects with junk between them.
+
+    fio prints each object starting with a line ``{`` and ending with a line ``}`` (nested
+    objects are indented). Anything outside those lines is kept in :attr:`junk` (fio's
+    messages). A line inside an object that breaks the JSON (a warning printed in the middle)
+    is dropped and remembered in :attr:`junk` too.
+    """
+
+    def __init__(self) -> None:
+        self._partial = ""
+        self._lines: list[str] | None = None
+        self.junk: list[str] = []
+        self.texts: list[str] = []  # every complete object's text, in order
+
+    def feed(self, data: bytes | str) -> list[dict[str, Any]]:
+        """Add output; return the objects completed by it."""
+        text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+        text = self._partial + text
+        *lines, self._partial = text.split("\n")
+        done: list[dict[str, Any]] = []
+        for line in lines:
+            stripped = line.rstrip("\r")
+            if self._lines is None:
+                if stripped == "{":
+                    self._lines = [stripped]
+                elif stripped.strip():
+                    self.junk.append(stripped)
+                continue
+            self._lines.append(stripped)
+            if stripped == "}":
+                obj = self._decode(self._lines)
+                self._lines = None
+                if obj is not None:
+                    done.append(obj)
+        return done
+
+    def finish(self) -> list[dict[str, Any]]:
+        """End of stream: a trailing line without newline may close the last object."""
+        rest = self._partial
+        self._partial = ""
+        return self.feed(rest + "\n") if rest else []
+
+    def _decode(self, lines: list[str]) -> dict[str, Any] | None:
+        text = "\n".join(lines)
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            kept = [ln for ln in lines if not ln.startswith("fio:")]
+            self.junk += [ln for ln in lines if ln.startswith("fio:")]
+            text = "\n".join(kept)
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError:
+                self.junk.append(f"(unparseable JSON object of {len(lines)} lines dropped)")
+                return None
+        if not isinstance(obj, dict):
+            return None
+        self.texts.append(text)
+        return obj
+
+
+@dataclass(frozen=True)
+class DirStats:
+    """One direction (read or write) of one job, cumulative since the job started."""
+
+    io_bytes: int
+    total_ios: int
+    runtime_ms: int
+    bw_kib_s: float
+    iops: float
+
+    @classmethod
+    def parse(cls, obj: Mapping[str, Any] | None) -> DirStats:
+        obj = obj or {}
+        return cls(
+            io_bytes=int(obj.get("io_bytes", 0)),
+            total_ios=int(obj.get("total_ios", 0)),
+            runtime_ms=int(obj.get("runtime", 0)),
+            bw_kib_s=float(obj.get("bw", 0.0)),
+            iops=float(obj.get("iops", 0.0)),
+        )
+
+
+@dataclass(frozen=True)
+class FioJob:
+    name: str
+    error: int  # errno of the first error, 0 when none
+    elapsed_s: int
+    job_runtime_ms: int
+    read: DirStats
+    write: DirStats
+    trim: DirStats
+
+    def direction(self, name: str) -> DirStats:
+        return {"read": self.read, "write": self.write, "trim": self.trim}[name]
+
+
+@dataclass(frozen=True)
+class FioReport:
+    """One JSON object fio printed (a status dump or the final report)."""
+
+    version: str
+    timestamp_ms: int
+    jobs: tuple[FioJob, ...]
+
+    def total(self, direction: str) -> tuple[int, int]:
+        """(bytes, ios) summed over jobs."""
+        stats = [j.direction(direction) for j in self.jobs]
+        return sum(s.io_bytes for s in stats), sum(s.total_ios for s in stats)
+
+    @property
+    def errors(self) -> list[str]:
+        return [f"job {j.name!r}: error {j.error}" for j in self.jobs if j.error]
+
+    @property
+    def runtime_ms(self) -> int:
+        return max((j.job_runtime_ms for j in self.jobs), default=0)
+
+
+def parse_report(obj: Mapping[str, Any]) -> FioReport:
+    """Parse one fio JSON object (fio 3.33 … 3.42 layout); raise FioOutputError if not fio's."""
+    if "jobs" not in obj or not isinstance(obj["jobs"], list):
+        raise FioOutputError("fio JSON without a 'jobs' list")
+    jobs = []
+    for raw in obj["jobs"]:
+        if not isinstance(raw, dict):
+            raise FioOutputError("fio JSON 'jobs' entry is not an object")
+        jobs.append(
+            FioJob(
+                name=str(raw.get("jobname", "")),
+                error=int(raw.get("error", 0) or 0),
+                elapsed_s=int(raw.get("elapsed", 0) or 0),
+                job_runtime_ms=int(raw.get("job_runtime", 0) or 0),
+                read=DirStats.parse(raw.get("read")),
+                write=DirStats.parse(raw.get("write")),
+                trim=DirStats.parse(raw.get("trim")),
+            )
+        )
+    return FioReport(
+        version=str(obj.get("fio version", "")),
+        timestamp_ms=int(obj.get("timestamp_ms", 0) or 0),
+        jobs=tuple(jobs),
+    )

@@ -1,0 +1,122 @@
+"""What every stage shares: the target, the run context, the pipeline that runs stages."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ssdbench.progress import Progress, ProgressCallback, ignore_progress
+from ssdbench.results.layout import RunRecord
+from ssdbench.stages.params import RunParams
+from ssdbench.system import Host
+
+
+class StageFailed(Exception):
+    """The stage did not do what it must; the message is the reason."""
+
+
+class StageCancelled(Exception):
+    """The user cancelled the run during this stage."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The test span: a whole device, a partition, or (tests) a regular file."""
+
+    path: str
+    kind: str  # "block" or "file"
+    kernel_name: str | None  # e.g. "loop3", "nvme0n1p1"; None for a file
+    span_bytes: int
+
+    def record(self, op_percent: int) -> dict[str, Any]:
+        return {"path": self.path, "kind": self.kind, "span_bytes": self.span_bytes,
+                "op_percent": op_percent}
+
+
+def resolve_target(host: Host, path: str) -> Target:
+    """Look at ``path``: a block device (size from sysfs) or a regular file (its size)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise StageFailed(f"target {path}: {exc.strerror}") from None
+    if stat.S_ISBLK(st.st_mode):
+        name = os.path.basename(os.path.realpath(path))
+        text = host.fs.read_text(f"/sys/class/block/{name}/size")
+        if text is None or not text.strip().isdigit():
+            raise StageFailed(f"target {path}: no size in /sys/class/block/{name}/size")
+        return Target(path, "block", name, int(text.strip()) * 512)
+    if stat.S_ISREG(st.st_mode):
+        return Target(path, "file", None, st.st_size)
+    raise StageFailed(f"target {path} is neither a block device nor a regular file")
+
+
+# A secure-erase implementation (the erase room's): returns the run.json "erase" record.
+SecureErase = Callable[["RunContext"], Mapping[str, Any]]
+
+
+@dataclass
+class RunContext:
+    host: Host
+    run_dir: Path
+    drive_name: str
+    run_name: str
+    target: Target
+    params: RunParams
+    record: RunRecord
+    progress: ProgressCallback = ignore_progress
+    cancel: threading.Event = field(default_factory=threading.Event)
+    secure_erase: SecureErase | None = None
+
+    def emit(self, stage: str, state: str, message: str = "", **values: Any) -> None:
+        try:
+            self.progress(Progress(self.drive_name, self.run_name, stage, state,
+                                   message=message, **values))
+        except Exception:  # front ends must not break a run
+            pass
+
+
+class Stage(Protocol):
+    name: str
+
+    def execute(self, ctx: RunContext) -> None:
+        """Do the stage; raise StageFailed / StageCancelled."""
+        ...
+
+
+def run_stages(ctx: RunContext, stages: Sequence[Stage]) -> str:
+    """Run stages in order, recording each transition in run.json; returns the run state
+    ("done", "failed", "cancelled")."""
+    ctx.record.plan_stages([s.name for s in stages])
+    for stage in stages:
+        if ctx.cancel.is_set():
+            ctx.record.finish("cancelled", "cancelled by the user")
+            return "cancelled"
+        ctx.record.stage_started(stage.name)
+        ctx.emit(stage.name, "running", "started")
+        try:
+            stage.execute(ctx)
+        except StageCancelled as exc:
+            ctx.record.stage_finished(stage.name, "cancelled", str(exc) or None)
+            ctx.emit(stage.name, "cancelled", str(exc))
+            ctx.record.finish("cancelled", "cancelled by the user")
+            return "cancelled"
+        except StageFailed as exc:
+            ctx.record.stage_finished(stage.name, "failed", str(exc))
+            ctx.emit(stage.name, "failed", str(exc))
+            ctx.record.finish("failed", f"stage {stage.name}: {exc}")
+            return "failed"
+        except Exception as exc:  # a bug or an unexpected tool error: still a failed run
+            reason = f"{type(exc).__name__}: {exc}"
+            ctx.record.stage_finished(stage.name, "failed", reason)
+            ctx.emit(stage.name, "failed", reason)
+            ctx.record.finish("failed", f"stage {stage.name}: {reason}")
+            return "failed"
+        ctx.record.stage_finished(stage.name, "done")
+        ctx.emit(stage.name, "done", "done")
+    ctx.record.finish("done")
+    return "done"

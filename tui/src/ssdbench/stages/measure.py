@@ -1,0 +1,87 @@
+"""The fio stages: fill, torture, probe, read-scan, random read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ssdbench.fio import jobs
+from ssdbench.fio.jobs import JobFile, JobTarget
+from ssdbench.fio.logs import write_run_csvs
+from ssdbench.fio.runner import LiveStatus, run_fio
+from ssdbench.stages.base import RunContext, StageCancelled, StageFailed
+
+
+def job_target(ctx: RunContext) -> JobTarget:
+    # O_DIRECT is a block-device matter; a regular file (tests on tmpfs) is buffered.
+    return JobTarget(
+        path=ctx.target.path,
+        span_bytes=ctx.target.span_bytes,
+        ioengine=ctx.params.ioengine,
+        iodepth=ctx.params.iodepth,
+        direct=ctx.target.kind == "block",
+    )
+
+
+@dataclass
+class FioStage:
+    """One fio job: write jobs/<stage>.fio, run it, keep fio/<stage>.*, refresh the CSVs."""
+
+    name: str
+    make_job: Callable[[RunContext], JobFile]
+
+    def execute(self, ctx: RunContext) -> None:
+        job = self.make_job(ctx)
+        ctx.record.stage_started(self.name, job.relpath)
+
+        def on_status(status: LiveStatus) -> None:
+            ctx.emit(
+                self.name, "running", fraction=status.fraction, elapsed_s=status.elapsed_s,
+                eta_s=status.eta_s, bytes_done=status.bytes_done, iops=status.iops,
+                mib_s=status.mib_s,
+            )
+
+        outcome = run_fio(
+            ctx.host.runner, ctx.run_dir, job, on_status=on_status, cancel=ctx.cancel,
+            status_timeout_s=float(ctx.params.status_timeout_s),
+        )
+        try:
+            write_run_csvs(ctx.run_dir)  # keep what was logged, whatever the outcome
+        except Exception as exc:
+            if outcome.state == "done":
+                raise StageFailed(f"cannot turn fio's logs into CSV: {exc}") from exc
+        if outcome.state == "cancelled":
+            raise StageCancelled(outcome.reason or "cancelled")
+        if outcome.state != "done":
+            raise StageFailed(outcome.reason or "fio failed")
+
+
+def fill_stage() -> FioStage:
+    return FioStage("fill", lambda ctx: jobs.fill_job(
+        job_target(ctx), block_size=ctx.params.block_size_fill, passes=ctx.params.fill_passes))
+
+
+def torture_stage(seconds_key: str = "torture_seconds") -> FioStage:
+    def make(ctx: RunContext) -> JobFile:
+        seconds = int(getattr(ctx.params, seconds_key))
+        return jobs.torture_job(
+            job_target(ctx), seconds=seconds, block_size=ctx.params.block_size_torture,
+            hist_coarseness=ctx.params.hist_coarseness)
+
+    return FioStage("torture", make)
+
+
+def probe_stage(phase: str) -> FioStage:
+    return FioStage(f"probe-{phase}", lambda ctx: jobs.probe_job(
+        job_target(ctx), phase=phase, probe_bytes=ctx.params.probe_bytes,
+        block_size=ctx.params.block_size_fill))
+
+
+def readscan_stage() -> FioStage:
+    return FioStage("readscan", lambda ctx: jobs.readscan_job(job_target(ctx)))
+
+
+def randread_stage() -> FioStage:
+    return FioStage("randread", lambda ctx: jobs.randread_job(
+        job_target(ctx), seconds=ctx.params.random_read_seconds,
+        hist_coarseness=ctx.params.hist_coarseness))

@@ -1,0 +1,186 @@
+"""The plan parameters of a run (docs/results-format.md "Plan parameters"), strictly parsed.
+
+``--set key=value`` and ``--config FILE`` (TOML, the keys at the top level or in a
+``[params]`` table) produce a frozen :class:`RunParams`. A bad value raises
+:class:`ParamError` naming the key and the expected form; nothing runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ssdbench.fio.jobs import IOENGINES, parse_block_size
+
+
+class ParamError(ValueError):
+    """A plan value that is not acceptable; the message names the key and the form."""
+
+
+@dataclass(frozen=True)
+class RunParams:
+    torture_seconds: int = 2000
+    """Consistency torture duration (s)."""
+    trim_torture_seconds: int = 3600
+    """Torture before the "after torture" probe of a TRIM run (s)."""
+    fill_passes: int = 1
+    """Sequential fill passes over the span."""
+    probe_gib: float = 8.0
+    """Size of each TRIM probe, GiB, written from the span start (fractions allowed)."""
+    op_percent: int = 0
+    """Extra over-provisioning of the run (0 = default capacity)."""
+    steady_start_s: int | None = None
+    """Steady window start; None: 1400 s, or 70% of torture_seconds when it is not 2000."""
+    block_size_fill: str = "128k"
+    """Fill and probe block size."""
+    block_size_torture: str = "4k"
+    """Torture block size."""
+    iodepth: int = 32
+    """Queue depth of every job."""
+    ioengine: str = "libaio"
+    """libaio or io_uring."""
+    erase_fallback: str = "fail"
+    """fail, or discard (the result then says "not secure-erased")."""
+    status_timeout_s: int = 60
+    """fio without a status dump for this long is hung: the stage fails."""
+    hist_coarseness: int = 3
+    """fio log_hist_coarseness: 2**k of fio's 1856 latency bins per column (0..6)."""
+    random_read_seconds: int = 60
+    """Diagnose: duration of the 4 KiB random read."""
+
+    @property
+    def effective_steady_start_s(self) -> int:
+        if self.steady_start_s is not None:
+            return self.steady_start_s
+        if self.torture_seconds == 2000:
+            return 1400
+        return int(self.torture_seconds * 0.7)
+
+    @property
+    def probe_bytes(self) -> int:
+        return int(self.probe_gib * 1024**3)
+
+    def as_record(self) -> dict[str, Any]:
+        """Every effective value, for run.json."""
+        record = dataclasses.asdict(self)
+        record["steady_start_s"] = self.effective_steady_start_s
+        return record
+
+    def with_values(self, values: Mapping[str, object], source: str = "--set") -> RunParams:
+        changes: dict[str, Any] = {
+            key: _convert(key, value, source) for key, value in values.items()
+        }
+        params = dataclasses.replace(self, **changes)
+        _check(params, source)
+        return params
+
+
+_FIELDS = {f.name: f for f in fields(RunParams)}
+_POSITIVE_INT = {"torture_seconds", "trim_torture_seconds", "fill_passes", "iodepth",
+                 "status_timeout_s", "random_read_seconds"}
+
+
+def _convert(key: str, value: object, source: str) -> object:
+    if key not in _FIELDS:
+        known = ", ".join(sorted(_FIELDS))
+        raise ParamError(f"{source}: unknown key {key!r} (known keys: {known})")
+
+    def bad(form: str) -> ParamError:
+        return ParamError(f"{source}: key {key!r}: expected {form}, got {value!r}")
+
+    if key in _POSITIVE_INT or key in ("op_percent", "hist_coarseness", "steady_start_s"):
+        if isinstance(value, bool):
+            raise bad("a whole number")
+        if isinstance(value, str):
+            try:
+                value = int(value.strip())
+            except ValueError:
+                raise bad("a whole number") from None
+        if not isinstance(value, int):
+            raise bad("a whole number")
+        if key in _POSITIVE_INT and value < 1:
+            raise bad("a whole number ≥ 1")
+        if key == "op_percent" and not 0 <= value <= 90:
+            raise bad("a percentage from 0 to 90")
+        if key == "hist_coarseness" and not 0 <= value <= 6:
+            raise bad("a whole number from 0 to 6")
+        if key == "steady_start_s" and value < 0:
+            raise bad("a whole number of seconds ≥ 0")
+        return value
+    if key == "probe_gib":
+        if isinstance(value, bool):
+            raise bad("a size in GiB, e.g. 8 or 0.5")
+        try:
+            number = float(value) if isinstance(value, str | int | float) else None
+        except ValueError:
+            number = None
+        if number is None or not number > 0:
+            raise bad("a size in GiB > 0, e.g. 8 or 0.5")
+        return number
+    if not isinstance(value, str):
+        raise bad("a string")
+    value = value.strip()
+    if key.startswith("block_size_"):
+        try:
+            parse_block_size(value)
+        except ValueError:
+            raise bad("a block size like 4k, 128k or 1m (multiple of 512 bytes)") from None
+        return value
+    if key == "ioengine" and value not in IOENGINES:
+        raise bad(" or ".join(IOENGINES))
+    if key == "erase_fallback" and value not in ("fail", "discard"):
+        raise bad("fail or discard")
+    return value
+
+
+def _check(params: RunParams, source: str) -> None:
+    start = params.steady_start_s
+    if start is not None and start >= params.torture_seconds:
+        raise ParamError(
+            f"{source}: key 'steady_start_s': expected less than torture_seconds "
+            f"({params.torture_seconds}), got {start}"
+        )
+
+
+def parse_set(items: Iterable[str]) -> dict[str, str]:
+    """``["a=1", "b=x"]`` → {"a": "1", "b": "x"}; raise ParamError for a malformed item."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ParamError(f"--set: expected key=value, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+def load_config(path: Path) -> dict[str, object]:
+    """A TOML plan file: parameter keys at the top level or in ``[params]``."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ParamError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ParamError(f"{path}: not valid TOML: {exc}") from None
+    values: dict[str, object] = {}
+    for key, value in data.items():
+        if key == "params":
+            if not isinstance(value, dict):
+                raise ParamError(f"{path}: key 'params': expected a table")
+            values.update(value)
+        else:
+            values[key] = value
+    return values
+
+
+def build_params(
+    config: Path | None = None, sets: Iterable[str] = (), base: RunParams | None = None,
+) -> RunParams:
+    """Defaults, then the config file, then ``--set`` (last wins)."""
+    params = base or RunParams()
+    if config is not None:
+        params = params.with_values(load_config(config), source=str(config))
+    return params.with_values(parse_set(sets), source="--set")
