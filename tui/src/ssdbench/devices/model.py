@@ -1,0 +1,428 @@
+"""What discovery knows about a drive, as frozen dataclasses.
+
+`Drive.to_json()` is the object `ssdbench list --json` prints (keys documented in
+docs/devices.md); the other rooms read the attributes directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Erase method names (the `erase_methods` vocabulary shared with the erase room).
+ATA_SECURITY_ERASE = "ata-security-erase"
+ATA_SECURITY_ERASE_ENHANCED = "ata-security-erase-enhanced"
+ATA_SANITIZE_BLOCK = "ata-sanitize-block"
+ATA_SANITIZE_CRYPTO = "ata-sanitize-crypto"
+NVME_FORMAT_USER_DATA = "nvme-format-user-data"
+NVME_FORMAT_CRYPTO = "nvme-format-crypto"
+NVME_SANITIZE_BLOCK = "nvme-sanitize-block"
+NVME_SANITIZE_CRYPTO = "nvme-sanitize-crypto"
+NVME_SANITIZE_OVERWRITE = "nvme-sanitize-overwrite"
+
+ERASE_METHODS = (
+    ATA_SECURITY_ERASE,
+    ATA_SECURITY_ERASE_ENHANCED,
+    ATA_SANITIZE_BLOCK,
+    ATA_SANITIZE_CRYPTO,
+    NVME_FORMAT_USER_DATA,
+    NVME_FORMAT_CRYPTO,
+    NVME_SANITIZE_BLOCK,
+    NVME_SANITIZE_CRYPTO,
+    NVME_SANITIZE_OVERWRITE,
+)
+
+# Transports (`Drive.transport`).
+TRANSPORTS = ("sata", "ata", "nvme", "usb", "sas", "scsi", "virtio", "loop", "mmc", "other")
+
+
+class ParseError(ValueError):
+    """A tool's output could not be understood (names the tool and what was wrong)."""
+
+
+@dataclass(frozen=True)
+class AtaSecurity:
+    """The ATA Security feature set as IDENTIFY DEVICE (hdparm -I) reports it."""
+
+    supported: bool
+    enabled: bool
+    locked: bool
+    frozen: bool
+    expired: bool
+    enhanced_supported: bool
+    erase_minutes: int | None  # None: not reported
+    enhanced_erase_minutes: int | None
+    # hdparm prints "more than 508min" when the 8-bit field is all ones: a lower bound.
+    erase_minutes_lower_bound: bool = False
+    enhanced_erase_minutes_lower_bound: bool = False
+    master_password_revision: int | None = None
+    level: str | None = None  # "high" / "maximum" when enabled
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "supported": self.supported,
+            "enabled": self.enabled,
+            "locked": self.locked,
+            "frozen": self.frozen,
+            "expired": self.expired,
+            "enhanced_supported": self.enhanced_supported,
+            "erase_minutes": self.erase_minutes,
+            "enhanced_erase_minutes": self.enhanced_erase_minutes,
+            "erase_minutes_lower_bound": self.erase_minutes_lower_bound,
+            "enhanced_erase_minutes_lower_bound": self.enhanced_erase_minutes_lower_bound,
+        }
+
+
+@dataclass(frozen=True)
+class AtaSanitize:
+    """ATA SANITIZE feature set (ACS-2+)."""
+
+    supported: bool
+    block_erase: bool
+    crypto_scramble: bool
+    overwrite: bool
+    antifreeze_lock: bool = False
+
+
+@dataclass(frozen=True)
+class AtaIdentify:
+    """`hdparm -I` parsed: identity, TRIM, security, sanitize."""
+
+    model: str
+    serial: str
+    firmware: str
+    transport_line: str
+    sectors: int | None  # LBA48 (or LBA28) user addressable sectors
+    logical_block_size: int | None
+    physical_block_size: int | None
+    rotation_rpm: int | None  # 0 = solid state ("Solid State Device")
+    trim_supported: bool
+    trim_limit_blocks: int | None
+    drat: bool  # deterministic read data after TRIM
+    rzat: bool  # deterministic read zeros after TRIM
+    security: AtaSecurity | None  # None: no Security section
+    sanitize: AtaSanitize
+    features: tuple[str, ...]  # "Commands/features" lines, '*' (enabled) dropped
+    enabled_features: tuple[str, ...]
+    cfa: bool = False  # "CompactFlash ATA device"
+
+    @property
+    def size_bytes(self) -> int | None:
+        if self.sectors is None or self.logical_block_size is None:
+            return None
+        return self.sectors * self.logical_block_size
+
+
+@dataclass(frozen=True)
+class NvmeLbaFormat:
+    index: int
+    data_size: int  # bytes (2**lbads)
+    metadata_size: int
+    relative_performance: int
+
+
+@dataclass(frozen=True)
+class NvmeNamespace:
+    """`nvme id-ns DEV -o json` parsed (plus the block device it belongs to)."""
+
+    nsid: int
+    name: str  # kernel name, e.g. nvme0n1
+    nsze: int  # blocks
+    ncap: int
+    nuse: int
+    flbas: int
+    lba_format_index: int
+    lba_formats: tuple[NvmeLbaFormat, ...]
+    dlfeat: int
+
+    @property
+    def block_size(self) -> int | None:
+        for f in self.lba_formats:
+            if f.index == self.lba_format_index:
+                return f.data_size
+        return None
+
+    @property
+    def size_bytes(self) -> int | None:
+        bs = self.block_size
+        return None if bs is None else self.nsze * bs
+
+    @property
+    def dlfeat_read_zeroes(self) -> bool:
+        """DLFEAT bits 2:0 == 1: deallocated blocks read as zeros."""
+        return (self.dlfeat & 0x7) == 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nsid": self.nsid,
+            "name": self.name,
+            "nsze": self.nsze,
+            "ncap": self.ncap,
+            "nuse": self.nuse,
+            "flbas": self.flbas,
+            "lba_format": self.lba_format_index,
+            "block_size": self.block_size,
+            "size_bytes": self.size_bytes,
+            "dlfeat": self.dlfeat,
+        }
+
+
+@dataclass(frozen=True)
+class NvmeController:
+    """`nvme id-ctrl` parsed (JSON or plain text), with the bits ssdbench uses decoded."""
+
+    model: str
+    serial: str
+    firmware: str
+    vid: int
+    oacs: int
+    fna: int
+    sanicap: int
+    oncs: int
+    nn: int
+    tnvmcap: int | None
+    unvmcap: int | None
+    cntlid: int | None = None
+    ver: int | None = None
+
+    # OACS
+    @property
+    def format_supported(self) -> bool:
+        return bool(self.oacs & (1 << 1))
+
+    @property
+    def ns_management_supported(self) -> bool:
+        return bool(self.oacs & (1 << 3))
+
+    @property
+    def security_send_receive(self) -> bool:
+        return bool(self.oacs & (1 << 0))
+
+    # FNA
+    @property
+    def format_all_namespaces(self) -> bool:
+        return bool(self.fna & (1 << 0))
+
+    @property
+    def secure_erase_all_namespaces(self) -> bool:
+        return bool(self.fna & (1 << 1))
+
+    @property
+    def crypto_erase_supported(self) -> bool:
+        return bool(self.fna & (1 << 2))
+
+    @property
+    def broadcast_nsid_format_supported(self) -> bool:
+        """FNA bit 3 is inverted: 1 means Format does NOT accept NSID FFFFFFFFh."""
+        return not self.fna & (1 << 3)
+
+    # SANICAP
+    @property
+    def sanitize_crypto(self) -> bool:
+        return bool(self.sanicap & (1 << 0))
+
+    @property
+    def sanitize_block(self) -> bool:
+        return bool(self.sanicap & (1 << 1))
+
+    @property
+    def sanitize_overwrite(self) -> bool:
+        return bool(self.sanicap & (1 << 2))
+
+    @property
+    def sanitize_no_deallocate_inhibited(self) -> bool:
+        """SANICAP bit 29 (NDI)."""
+        return bool(self.sanicap & (1 << 29))
+
+    # ONCS
+    @property
+    def dsm_supported(self) -> bool:
+        """ONCS bit 2: Dataset Management (deallocate = TRIM)."""
+        return bool(self.oncs & (1 << 2))
+
+    @property
+    def write_zeroes_supported(self) -> bool:
+        return bool(self.oncs & (1 << 3))
+
+    def decoded(self) -> dict[str, Any]:
+        return {
+            "format": self.format_supported,
+            "ns_management": self.ns_management_supported,
+            "security_send_receive": self.security_send_receive,
+            "format_all_namespaces": self.format_all_namespaces,
+            "secure_erase_all_namespaces": self.secure_erase_all_namespaces,
+            "crypto_erase": self.crypto_erase_supported,
+            "broadcast_nsid_format": self.broadcast_nsid_format_supported,
+            "sanitize_crypto": self.sanitize_crypto,
+            "sanitize_block": self.sanitize_block,
+            "sanitize_overwrite": self.sanitize_overwrite,
+            "sanitize_ndi": self.sanitize_no_deallocate_inhibited,
+            "dsm": self.dsm_supported,
+            "write_zeroes": self.write_zeroes_supported,
+        }
+
+
+@dataclass(frozen=True)
+class NvmeInfo:
+    """The NVMe part of a drive: its controller, namespaces and transport."""
+
+    controller: NvmeController
+    controller_name: str  # nvme0
+    controller_transport: str  # pcie, tcp, rdma, fc, loop ("" when unknown)
+    namespaces: tuple[NvmeNamespace, ...]
+    nsid: int | None  # the namespace this block device is
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.controller
+        return {
+            "oacs": c.oacs,
+            "fna": c.fna,
+            "sanicap": c.sanicap,
+            "oncs": c.oncs,
+            "dlfeat": self.current_dlfeat,
+            "namespaces": [ns.to_json() for ns in self.namespaces],
+            "controller": self.controller_name,
+            "controller_transport": self.controller_transport,
+            "nsid": self.nsid,
+            "nn": c.nn,
+            "tnvmcap": c.tnvmcap,
+            "unvmcap": c.unvmcap,
+            "decoded": c.decoded(),
+        }
+
+    @property
+    def current_namespace(self) -> NvmeNamespace | None:
+        for ns in self.namespaces:
+            if ns.nsid == self.nsid:
+                return ns
+        return None
+
+    @property
+    def current_dlfeat(self) -> int | None:
+        ns = self.current_namespace
+        return None if ns is None else ns.dlfeat
+
+
+@dataclass(frozen=True)
+class SmartSnapshot:
+    """The health summary from `smartctl -j -x`."""
+
+    passed: bool | None
+    temperature_c: int | None
+    power_on_hours: int | None
+    percentage_used: int | None  # NVMe
+    available_spare: int | None  # NVMe
+    media_errors: int | None  # NVMe
+    reallocated_sectors: int | None  # ATA attribute 5
+    exit_status: int
+    messages: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "temperature_c": self.temperature_c,
+            "power_on_hours": self.power_on_hours,
+            "percentage_used": self.percentage_used,
+            "available_spare": self.available_spare,
+            "media_errors": self.media_errors,
+            "reallocated_sectors": self.reallocated_sectors,
+            "exit_status": self.exit_status,
+            "messages": list(self.messages),
+        }
+
+
+@dataclass(frozen=True)
+class ToolProblem:
+    """One tool that failed for one drive: the drive is still listed."""
+
+    tool: str  # "hdparm", "nvme id-ctrl", "smartctl", ...
+    kind: str  # short code: "failed", "timeout", "not-found", "parse", "pass-through"...
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"tool": self.tool, "kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Drive:
+    """One block device ssdbench can show, test or refuse."""
+
+    path: str  # /dev/sda
+    name: str  # sda
+    transport: str
+    model: str
+    serial: str
+    firmware: str
+    size_bytes: int
+    logical_block_size: int
+    physical_block_size: int
+    rotational: bool
+    trim_supported: bool
+    protected: bool
+    protect_reasons: tuple[str, ...]
+    erase_methods: tuple[str, ...]
+    ata_security: AtaSecurity | None
+    nvme: NvmeInfo | None
+    erase_refusal: tuple[str, ...] = ()
+    vendor: str = ""
+    removable: bool = False
+    read_only: bool = False
+    drat: bool = False
+    rzat: bool = False
+    trim_limit_blocks: int | None = None
+    discard_max_bytes: int = 0
+    ata: AtaIdentify | None = None
+    smart: SmartSnapshot | None = None
+    partitions: tuple[str, ...] = ()
+    loop_backing_file: str | None = None
+    problems: tuple[ToolProblem, ...] = field(default=())
+
+    @property
+    def consent_id(self) -> str:
+        """What an operator names to consent to destruction: the serial, else the name."""
+        return self.serial or self.name
+
+    @property
+    def ata_sanitize(self) -> AtaSanitize | None:
+        return None if self.ata is None else self.ata.sanitize
+
+    def to_json(self) -> dict[str, Any]:
+        sanitize = self.ata_sanitize
+        return {
+            "path": self.path,
+            "name": self.name,
+            "transport": self.transport,
+            "model": self.model,
+            "serial": self.serial,
+            "firmware": self.firmware,
+            "vendor": self.vendor,
+            "size_bytes": self.size_bytes,
+            "logical_block_size": self.logical_block_size,
+            "physical_block_size": self.physical_block_size,
+            "rotational": self.rotational,
+            "removable": self.removable,
+            "read_only": self.read_only,
+            "trim_supported": self.trim_supported,
+            "drat": self.drat,
+            "rzat": self.rzat,
+            "discard_max_bytes": self.discard_max_bytes,
+            "protected": self.protected,
+            "protect_reasons": list(self.protect_reasons),
+            "erase_methods": list(self.erase_methods),
+            "erase_refusal": list(self.erase_refusal),
+            "consent_id": self.consent_id,
+            "ata_security": None if self.ata_security is None else self.ata_security.to_json(),
+            "ata_sanitize": None
+            if sanitize is None
+            else {
+                "supported": sanitize.supported,
+                "block_erase": sanitize.block_erase,
+                "crypto_scramble": sanitize.crypto_scramble,
+                "overwrite": sanitize.overwrite,
+            },
+            "nvme": None if self.nvme is None else self.nvme.to_json(),
+            "smart": None if self.smart is None else self.smart.to_json(),
+            "partitions": list(self.partitions),
+            "loop_backing_file": self.loop_backing_file,
+            "problems": [p.to_json() for p in self.problems],
+        }
