@@ -1,0 +1,235 @@
+"""The erase stage's entry points: :func:`choose_method` and :func:`erase_drive`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ssdbench.erase import ata, nvme
+from ssdbench.erase.journal import PasswordJournal
+from ssdbench.erase.model import (
+    ALL_METHODS,
+    ATA_METHODS,
+    ATA_SANITIZE_BLOCK,
+    ATA_SANITIZE_CRYPTO,
+    ATA_SECURITY_ERASE,
+    ATA_SECURITY_ERASE_ENHANCED,
+    DISCARD,
+    NVME_FORMAT_CRYPTO,
+    NVME_FORMAT_USER_DATA,
+    NVME_METHODS,
+    NVME_SANITIZE_BLOCK,
+    NVME_SANITIZE_CRYPTO,
+    NVME_SANITIZE_OVERWRITE,
+    EraseError,
+    EraseOptions,
+    EraseRecord,
+    EraseTarget,
+    NoEraseMethod,
+    Verification,
+)
+from ssdbench.erase.ticker import Reporter, Ticker
+from ssdbench.erase.verify import check_markers, write_markers
+from ssdbench.progress import ProgressCallback, ignore_progress
+from ssdbench.system import CommandError, Host
+
+ATA_TRANSPORTS = ("sata", "ata")
+VIRTUAL_TRANSPORTS = ("virtio", "loop", "xen", "nbd", "other")
+
+
+def _available_ata(target: EraseTarget, options: EraseOptions) -> tuple[list[str], str]:
+    sec = target.ata
+    if sec is None:
+        return [], "no ATA Security information (hdparm -I gave none)"
+    methods: list[str] = []
+    why = ""
+    usable = sec.supported and not sec.expired
+    if not sec.supported:
+        why = "the drive does not support the ATA Security feature set"
+    elif sec.expired:
+        why = "security count expired (power-cycle the drive)"
+    elif sec.frozen and not options.allow_suspend:
+        usable = False
+        why = "security is frozen and the plan does not allow suspend-to-RAM (allow_suspend)"
+    if usable:
+        if sec.enhanced_supported and options.enhanced:
+            methods.append(ATA_SECURITY_ERASE_ENHANCED)
+        methods.append(ATA_SECURITY_ERASE)
+    if sec.sanitize_block:
+        methods.append(ATA_SANITIZE_BLOCK)
+    if sec.sanitize_crypto:
+        methods.append(ATA_SANITIZE_CRYPTO)
+    return methods, why
+
+
+def _available_nvme(target: EraseTarget, options: EraseOptions) -> tuple[list[str], str]:
+    caps = target.nvme
+    if caps is None:
+        return [], "no NVMe Identify Controller information"
+    methods: list[str] = []
+    if caps.sanitize_block:
+        methods.append(NVME_SANITIZE_BLOCK)
+    if caps.sanitize_crypto:
+        methods.append(NVME_SANITIZE_CRYPTO)
+    if caps.format_supported:
+        if caps.format_crypto_supported and options.crypto:
+            methods.append(NVME_FORMAT_CRYPTO)
+        methods.append(NVME_FORMAT_USER_DATA)
+        if caps.format_crypto_supported and not options.crypto:
+            methods.append(NVME_FORMAT_CRYPTO)
+    if caps.sanitize_overwrite:
+        methods.append(NVME_SANITIZE_OVERWRITE)  # slow: only when asked for
+    return methods, "" if methods else "neither sanitize (SANICAP) nor Format NVM (OACS bit 1)"
+
+
+def available_methods(
+    target: EraseTarget, options: EraseOptions | None = None
+) -> tuple[list[str], str]:
+    """Secure methods in order of preference, and why the list is empty/short."""
+    options = options or EraseOptions()
+    transport = target.transport.lower()
+    if transport == "usb":
+        return [], (
+            "the drive is behind a USB bridge: bridges mangle or reject ATA pass-through "
+            "(and may abort an erase leaving a locked drive); connect it to SATA/NVMe directly"
+        )
+    if transport in VIRTUAL_TRANSPORTS:
+        return [], f"virtual disk (transport {transport}) has no secure erase command"
+    if transport == "nvme":
+        return _available_nvme(target, options)
+    if transport in ATA_TRANSPORTS:
+        return _available_ata(target, options)
+    return [], f"transport {transport!r} (SAS/RAID/SCSI paths block ATA security commands)"
+
+
+def choose_method(
+    target: EraseTarget, preference: str | None = None, options: EraseOptions | None = None
+) -> str:
+    """The method to use: ``preference`` when possible, else the best available.
+
+    Order: NVMe sanitize block, sanitize crypto, format (crypto first only when
+    ``options.crypto``); ATA enhanced security erase (when ``options.enhanced``), normal
+    security erase, sanitize block, sanitize crypto. With ``erase_fallback = "discard"``
+    and nothing secure: "discard". Raises NoEraseMethod naming the reason.
+    """
+    options = options or EraseOptions()
+    methods, why = available_methods(target, options)
+    if preference is not None:
+        if preference not in ALL_METHODS:
+            raise NoEraseMethod(f"unknown erase method {preference!r}; one of {ALL_METHODS}")
+        if preference == DISCARD or preference in methods:
+            return preference
+        family = NVME_METHODS if target.transport == "nvme" else ATA_METHODS
+        hint = f" ({why})" if why else ""
+        if preference not in family or not methods:
+            raise NoEraseMethod(
+                f"{target.path}: {preference} is not possible on this drive{hint}",
+                method=preference,
+            )
+        raise NoEraseMethod(
+            f"{target.path}: {preference} is not supported by this drive; it offers "
+            f"{', '.join(methods)}",
+            method=preference,
+        )
+    # ATA security on a frozen drive with allow_suspend stays first: the suspend is tried.
+    if methods:
+        return methods[0]
+    if options.erase_fallback == "discard":
+        return DISCARD
+    raise NoEraseMethod(
+        f"{target.path}: no secure erase possible: {why}. Set erase_fallback = \"discard\" "
+        "to discard instead (the result is then marked not secure-erased)."
+    )
+
+
+def _utc(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def discard(host: Host, target: EraseTarget, reporter: Reporter) -> list[str]:
+    with Ticker(reporter, "discarding the whole device (not a secure erase)", None):
+        host.runner.run(["blkdiscard", "-f", target.path], timeout=6 * 3600.0)
+    return ["blkdiscard of the whole device (not secure-erased)"]
+
+
+def erase_drive(
+    host: Host,
+    target: EraseTarget,
+    *,
+    method: str | None = None,
+    journal: PasswordJournal,
+    progress: ProgressCallback = ignore_progress,
+    options: EraseOptions | None = None,
+    scratch: Path | None = None,
+) -> EraseRecord:
+    """Erase ``target`` with ``method`` (None: the best available) and verify it.
+
+    Raises EraseError (NoEraseMethod, VerificationFailed) with the reason; the drive is
+    left without a temporary password whenever that is possible (else the journal keeps
+    it for the next boot, see :func:`ssdbench.erase.ata.recover_leftover_password`).
+    """
+    options = options or EraseOptions()
+    chosen = choose_method(target, method, options)
+    reporter = Reporter(progress, target.name, options.run, options.clock)
+    started_wall = time.time()
+    t0 = options.clock.monotonic()
+    steps: list[str] = [f"method {chosen}"]
+    secure = chosen != DISCARD
+    verify = options.verify and secure
+    markers = None
+    try:
+        if verify:
+            reporter.send(f"writing {options.marker_count} verification markers")
+            markers = write_markers(
+                host, target, options.marker_count, nonce=options.nonce, scratch=scratch
+            )
+            steps.append(f"{len(markers.offsets)} markers written and read back")
+        reporter.send(f"erasing with {chosen}")
+        if chosen in (ATA_SECURITY_ERASE, ATA_SECURITY_ERASE_ENHANCED):
+            steps += ata.security_erase(
+                host, target, chosen, journal=journal, options=options, reporter=reporter
+            )
+        elif chosen in (ATA_SANITIZE_BLOCK, ATA_SANITIZE_CRYPTO):
+            steps += ata.sanitize(
+                host, target, chosen, journal=journal, options=options, reporter=reporter
+            )
+        elif chosen in (NVME_SANITIZE_BLOCK, NVME_SANITIZE_CRYPTO, NVME_SANITIZE_OVERWRITE):
+            steps += nvme.sanitize(host, target, chosen, options, reporter)
+        elif chosen in (NVME_FORMAT_USER_DATA, NVME_FORMAT_CRYPTO):
+            steps += nvme.format_nvm(host, target, chosen, options, reporter)
+        else:
+            steps += discard(host, target, reporter)
+        erase_s = options.clock.monotonic() - t0
+        verification: Verification | None = None
+        if markers is not None:
+            reporter.send("checking the verification markers")
+            verification = check_markers(host, target, markers)
+            steps.append(f"verified: none of {verification.markers} markers survived")
+    except CommandError as exc:
+        reporter.send(str(exc), state="failed")
+        raise EraseError(f"{chosen} failed: {exc}", method=chosen) from exc
+    except EraseError as exc:
+        if exc.method is None:
+            exc.method = chosen
+        reporter.send(str(exc), state="failed")
+        raise
+    duration = options.clock.monotonic() - t0
+    detail = (
+        f"{chosen} in {erase_s:.1f} s"
+        + (f"; {verification.markers} markers erased" if verification else "")
+        + ("" if secure else "; NOT secure-erased (discard fallback)")
+    )
+    reporter.send(detail, state="done", fraction=1.0)
+    return EraseRecord(
+        method=chosen,
+        secure=secure,
+        verified=None if verification is None else verification.passed,
+        duration_s=duration,
+        detail=detail,
+        device=target.path,
+        serial=target.serial,
+        started=_utc(started_wall),
+        finished=_utc(time.time()),
+        verification=verification,
+        steps=tuple(steps),
+    )
