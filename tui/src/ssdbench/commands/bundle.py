@@ -48,3 +48,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"ssdbench bundle: {len(runner.recordings)} commands, "
           f"{len(fs.record.files)} files, {len(listed)} drives -> {out}", file=sys.stderr)
     return int(ExitCode.OK)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m ssdbench.commands.bundle OUT`: the bundle without loading the other
+    subcommands (a rescue shell, or a CPU the numerical libraries do not run on)."""
+    parser = argparse.ArgumentParser(prog="ssdbench bundle")
+    parser.add_argument("out", metavar="OUT", type=Path)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
