@@ -1,1 +1,50 @@
-"""analysis."""
+"""Analysis of measured series: statistics, steady window, stalls, SNIA steady state,
+spare-area cliff, latency, fill and the TRIM verdict.
+
+Pure functions on numpy arrays returning frozen dataclasses with ``to_dict()``; no files
+are read here (``ssdbench.report`` loads the CSVs). Definitions: docs/analysis.md.
+"""
+
+from __future__ import annotations
+
+from ssdbench.analysis.fill import FillStats, fill_stats
+from ssdbench.analysis.iops import (
+    Cliff,
+    IopsAnalysis,
+    SeriesStats,
+    Stalls,
+    SteadyState,
+    analyse_iops,
+    default_steady_start,
+    minute_rounds,
+    series_stats,
+    snia_steady_state,
+    spare_area_cliff,
+    stalls,
+    sustained_drop,
+)
+from ssdbench.analysis.latency import LatencySummary, latency_summary
+from ssdbench.analysis.trim import VERDICTS, TrimVerdict, trim_verdict
+
+__all__ = [
+    "VERDICTS",
+    "Cliff",
+    "FillStats",
+    "IopsAnalysis",
+    "LatencySummary",
+    "SeriesStats",
+    "Stalls",
+    "SteadyState",
+    "TrimVerdict",
+    "analyse_iops",
+    "default_steady_start",
+    "fill_stats",
+    "latency_summary",
+    "minute_rounds",
+    "series_stats",
+    "snia_steady_state",
+    "spare_area_cliff",
+    "stalls",
+    "sustained_drop",
+    "trim_verdict",
+]

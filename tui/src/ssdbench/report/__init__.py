@@ -1,1 +1,217 @@
-"""report."""
+"""Reports: summary.csv, charts, report.html per drive, index.html for the results folder.
+
+Public API (the run engine, kiosk mode and the TUI call these):
+
+* :func:`analyse_run` — the analysis of one run folder, from its files alone;
+* :func:`render_drive` — charts, ``run.json["analysis"]`` and ``report.html`` of one drive
+  folder;
+* :func:`render_index` — ``summary.csv``, ``compare-*.png/svg`` and ``index.html`` of the
+  ``ssdbench/`` root holding drive folders.
+
+A damaged or incomplete run (interrupted, failed, a CSV missing or unreadable) is reported
+as such; it never stops the report of the other runs and drives. Layout and formats:
+docs/results-format.md; definitions: docs/analysis.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ssdbench.report.load import (
+    RunData,
+    drive_dirs,
+    drive_identity,
+    is_drive_dir,
+    load_run,
+    run_dirs,
+)
+from ssdbench.report.model import DriveReport, RunAnalysis, analyse
+from ssdbench.report.summary import SUMMARY_COLUMNS, summary_csv, summary_row
+from ssdbench.results import atomic
+
+__all__ = [
+    "SUMMARY_COLUMNS",
+    "DriveReport",
+    "RunAnalysis",
+    "analyse_run",
+    "drive_dirs",
+    "is_drive_dir",
+    "render_drive",
+    "render_index",
+]
+
+
+def analyse_run(run_dir: Path) -> RunAnalysis:
+    """Analyse one run folder (CSV files rebuilt from the fio logs first when possible)."""
+    return analyse(load_run(Path(run_dir)))
+
+
+def _label(identity: dict[str, Any], fallback: str) -> str:
+    model = identity.get("model")
+    serial = identity.get("serial")
+    text = " ".join(str(x) for x in (model, serial) if x)
+    return text or fallback
+
+
+def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool) -> list[Any]:
+    from ssdbench.report import charts as ch
+
+    title = ch.title_for(model, run.run, run.op_percent)
+    out: list[ch.Chart] = []
+    if data.iops is not None and run.iops is not None and data.iops["iops"].size:
+        s = data.iops
+        it = run.iops
+        out += ch.iops_charts(
+            s["time_s"], s["iops"], title=title, steady_start_s=it.steady_start_s,
+            cliff_s=it.cliff.at_s, steady_state_s=it.steady_state.at_s,
+            steady_mean=it.steady.mean, svg=svg)
+        if np.isfinite(s["lat_mean_us"]).any():
+            out.append(ch.latency_chart(s["time_s"], s, s["iops"], title=title, svg=svg))
+    if data.fill is not None and run.fill is not None and run.fill.mean_mib_s is not None:
+        f = data.fill
+        out.append(ch.fill_chart(
+            f["time_s"], f["mib_s"], f["gib_written"], title=title,
+            cliff_s=run.fill.cliff_at_s, cliff_gib=run.fill.cliff_gib,
+            mean_mib_s=run.fill.mean_mib_s, svg=svg))
+    if data.probes and run.trim is not None:
+        out.append(ch.trim_chart(
+            {p: v.mib_s for p, v in data.probes.items()},
+            {p: (v["time_s"], v["mib_s"]) for p, v in data.probe_series.items()},
+            title=title, verdict=run.trim.verdict, recovery=run.trim.recovery, svg=svg))
+    return out
+
+
+def _warn(message: str) -> None:
+    print(f"ssdbench report: {message}", file=sys.stderr)
+
+
+def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
+    """Analyse every run of a drive folder, write its charts (PNG + SVG) into the run
+    folders, ``run.json["analysis"]`` (atomically) and ``report.html``."""
+    from ssdbench.report import html
+
+    drive_dir = Path(drive_dir)
+    if not drive_dir.is_dir():
+        raise FileNotFoundError(f"not a folder: {drive_dir}")
+    loaded: list[tuple[RunData, RunAnalysis]] = []
+    problems: list[str] = []
+    for rd in run_dirs(drive_dir):
+        try:
+            data = load_run(rd)
+            loaded.append((data, analyse(data)))
+        except Exception as exc:  # one broken run must not hide the others
+            problems.append(f"{rd.name}: could not be analysed: {exc!r}")
+            _warn(f"{rd}: could not be analysed: {exc!r}")
+    identity, document, id_problems = drive_identity(drive_dir, [d for d, _ in loaded])
+    problems[:0] = id_problems
+    model = str(identity.get("model") or drive_dir.name)
+    sections: list[str] = []
+    written: list[Path] = []
+    for data, run in loaded:
+        charts = []
+        try:
+            charts = _run_charts(data, run, model, svg)
+            for c in charts:
+                atomic.write_bytes(data.run_dir / f"{c.name}.png", c.png)
+                written.append(data.run_dir / f"{c.name}.png")
+                if c.svg is not None:
+                    atomic.write_bytes(data.run_dir / f"{c.name}.svg", c.svg)
+                    written.append(data.run_dir / f"{c.name}.svg")
+        except Exception as exc:
+            problems.append(f"{run.run}: charts failed: {exc!r}")
+            _warn(f"{data.run_dir}: charts failed: {exc!r}")
+        if data.meta and (data.run_dir / "run.json").is_file():
+            meta = dict(data.meta)
+            meta["analysis"] = run.to_dict()
+            atomic.write_json(data.run_dir / "run.json", meta)
+        sections.append(html.run_section(run, data.meta, charts,
+                                         html.relative_files(data.run_dir)))
+    runs = tuple(r for _, r in loaded)
+    page = html.drive_page(identity, document, drive_dir.name, sections=sections,
+                           runs=runs, problems=problems)
+    out = drive_dir / "report.html"
+    atomic.write_text(out, page)
+    return DriveReport(drive_dir, identity, runs, out, tuple(written), tuple(problems))
+
+
+def _index_data(root: Path) -> tuple[list[tuple[Path, dict[str, Any], list[RunData],
+                                                  list[RunAnalysis]]], list[str]]:
+    drives = []
+    problems: list[str] = []
+    for dd in drive_dirs(root):
+        datas: list[RunData] = []
+        runs: list[RunAnalysis] = []
+        for rd in run_dirs(dd):
+            try:
+                data = load_run(rd, rebuild=False)
+                runs.append(analyse(data))
+                datas.append(data)
+            except Exception as exc:
+                problems.append(f"{dd.name}/{rd.name}: could not be analysed: {exc!r}")
+        identity, _, _ = drive_identity(dd, datas)
+        drives.append((dd, identity, datas, runs))
+    return drives, problems
+
+
+def render_index(root: Path, *, svg: bool = True) -> None:
+    """``summary.csv``, ``compare-*.png/svg`` and ``index.html`` for every drive folder
+    under ``root`` (the ``ssdbench/`` folder), from the CSV files as they are."""
+    from ssdbench.report import charts as ch
+    from ssdbench.report import html
+
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"not a folder: {root}")
+    drives, problems = _index_data(root)
+    rows = []
+    for dd, identity, datas, runs in drives:
+        report = DriveReport(dd, identity, tuple(runs), None, (), ())
+        for data, run in zip(datas, runs, strict=True):
+            rows.append(summary_row(report, run, data.meta))
+    atomic.write_text(root / "summary.csv", summary_csv(rows))
+
+    charts: list[ch.Chart] = []
+    try:
+        names = sorted({d.name for _, _, datas, _ in drives for d in datas
+                        if d.iops is not None and d.iops["iops"].size})
+        order = {n: i for i, n in enumerate(("consistency-default", "consistency-op25"))}
+        for name in sorted(names, key=lambda n: (order.get(n, 99), n)):
+            series = [
+                ch.DriveSeries(_label(identity, dd.name), d.iops["time_s"], d.iops["iops"],
+                               r.steady_start_s or 0.0)
+                for dd, identity, datas, runs in drives
+                for d, r in zip(datas, runs, strict=True)
+                if d.name == name and d.iops is not None and d.iops["iops"].size
+            ]
+            charts += ch.compare_iops_charts(name, series, svg=svg)
+        trim_rows = [
+            (_label(identity, dd.name), {p: v.mib_s for p, v in d.probes.items()},
+             r.trim.verdict)
+            for dd, identity, datas, runs in drives
+            for d, r in zip(datas, runs, strict=True) if d.probes and r.trim is not None
+        ]
+        trim_chart = ch.compare_trim_chart(trim_rows, svg=svg)
+        if trim_chart is not None:
+            charts.append(trim_chart)
+        for c in charts:
+            atomic.write_bytes(root / f"{c.name}.png", c.png)
+            if c.svg is not None:
+                atomic.write_bytes(root / f"{c.name}.svg", c.svg)
+    except Exception as exc:
+        problems.append(f"comparison charts failed: {exc!r}")
+        _warn(f"{root}: comparison charts failed: {exc!r}")
+    links = [(dd.name, f"{_label(identity, dd.name)} — {dd.name}")
+             for dd, identity, _, _ in drives]
+    atomic.write_text(root / "index.html", html.index_page(rows, links, charts, problems))
+
+
+def render_all(root: Path, *, svg: bool = True) -> Sequence[DriveReport]:
+    """Every drive folder's report, then the index (what ``ssdbench report ROOT`` does)."""
+    reports = [render_drive(dd, svg=svg) for dd in drive_dirs(Path(root))]
+    render_index(root, svg=svg)
+    return reports

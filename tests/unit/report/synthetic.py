@@ -1,0 +1,196 @@
+"""A generator of plausible ssdbench result folders (docs/results-format.md), for tests and
+the report benchmark. Deterministic for a given seed.
+
+The torture series looks like a real consumer SSD on AnandTech's consistency test:
+fresh-out-of-box IOPS high and flat, a spare-area cliff, a noisy steady state with
+garbage-collection dips, isolated zero-IOPS seconds and one long stall. The fill has an
+SLC-cache cliff; the TRIM run has three probes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class DriveSpec:
+    model: str = "Synthetic SSD 530"
+    serial: str = "SYN0001"
+    firmware: str = "DC12"
+    size_bytes: int = 240 * 1000**3
+    fob_iops: float = 90_000.0
+    steady_iops: float = 9_000.0
+    cliff_s: int = 300  # default-capacity spare-area cliff
+    stall_every_s: int = 97  # isolated zero-IOPS seconds
+    long_stall_at_s: int = 1600
+    long_stall_s: int = 15
+    slc_gib: float = 20.0
+    fill_fast_mib_s: float = 480.0
+    fill_slow_mib_s: float = 180.0
+    trim_mib_s: tuple[float, float, float] = (315.1, 183.3, 193.3)  # Intel SSD 530 seed
+    started: str = "20261121T145300Z"
+
+
+def torture_series(
+    seed: int, duration: int, fob: float, steady: float, cliff_s: int,
+    stall_every_s: int, long_stall_at_s: int, long_stall_s: int,
+) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(duration, dtype=np.float64)
+    level = np.where(
+        t < cliff_s, fob, steady + (fob * 0.35 - steady) * np.exp(-(t - cliff_s) / 60.0)
+    )
+    noise = rng.normal(1.0, 0.03, duration)
+    after = t >= cliff_s
+    noise[after] = rng.normal(1.0, 0.12, int(after.sum()))
+    dips = after & (rng.random(duration) < 0.06)
+    noise[dips] *= rng.uniform(0.15, 0.5, int(dips.sum()))
+    iops = np.maximum(level * noise, 1.0).round()
+    if stall_every_s > 0:
+        iops[np.arange(cliff_s + stall_every_s // 2, duration, stall_every_s)] = 0.0
+    if long_stall_s > 0 and long_stall_at_s + long_stall_s <= duration:
+        iops[long_stall_at_s : long_stall_at_s + long_stall_s] = 0.0
+    return iops
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def write_iops_csv(path: Path, iops: np.ndarray, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed + 1)
+    lines = ["time_s,iops,mib_s,lat_mean_us,lat_p99_us,lat_p9999_us,lat_max_us"]
+    for i, v in enumerate(iops):
+        if v <= 0:
+            lines.append(f"{i},0,0,,,,")
+            continue
+        mean = 32 / v * 1e6
+        p99 = mean * rng.uniform(2.5, 4.0)
+        p9999 = p99 * rng.uniform(3.0, 8.0)
+        mx = p9999 * rng.uniform(1.2, 3.0)
+        lines.append(
+            f"{i},{v:.0f},{v * 4096 / 2**20:.3f},{mean:.1f},{p99:.1f},{p9999:.1f},{mx:.1f}"
+        )
+    _write(path, "\n".join(lines) + "\n")
+
+
+def write_fill_csv(path: Path, span_bytes: int, spec: DriveSpec, seed: int = 0) -> int:
+    rng = np.random.default_rng(seed + 2)
+    rows = ["time_s,mib_s,gib_written"]
+    written = 0.0
+    total_gib = span_bytes / GIB
+    t = 0
+    while written < total_gib:
+        base = spec.fill_fast_mib_s if written < spec.slc_gib else spec.fill_slow_mib_s
+        rate = base * rng.normal(1.0, 0.04)
+        rate = min(rate, (total_gib - written) * 1024)
+        written += rate / 1024
+        rows.append(f"{t},{rate:.3f},{min(written, total_gib):.6f}")
+        t += 1
+    _write(path, "\n".join(rows) + "\n")
+    return t
+
+
+def _stage(name: str, start: str, seconds: float, state: str = "done") -> dict[str, object]:
+    return {"name": name, "state": state, "started": start, "finished": start,
+            "duration_s": seconds, "error": None, "job": f"jobs/{name}.fio"}
+
+
+def _run_json(spec: DriveSpec, run: str, kind: str, op: int, params: dict[str, object],
+              stages: list[dict[str, object]], state: str = "done") -> dict[str, object]:
+    return {
+        "schema": 1, "run": run, "kind": kind, "state": state,
+        "error": None if state == "done" else "interrupted by the user",
+        "started": "2026-11-21T14:53:00Z", "finished": "2026-11-21T15:40:00Z",
+        "drive": {"name": "sda", "path": "/dev/sda", "model": spec.model,
+                  "serial": spec.serial, "firmware": spec.firmware,
+                  "size_bytes": spec.size_bytes},
+        "target": {"path": "/dev/sda1", "span_bytes": spec.size_bytes * (100 - op) // 100,
+                   "op_percent": op},
+        "params": params,
+        "tools": {"ssdbench": "0.1.0", "fio": "fio-3.33", "kernel": "6.1.0-27-amd64",
+                  "ioengine": "libaio"},
+        "erase": {"method": "ata-security-erase-enhanced", "secure": True, "verified": True,
+                  "duration_s": 31.4, "detail": "hdparm --security-erase-enhanced"},
+        "stages": stages,
+        "trim": None,
+        "analysis": {},
+    }
+
+
+def write_drive_folder(
+    root: Path,
+    spec: DriveSpec | None = None,
+    *,
+    seed: int = 1,
+    duration: int = 2000,
+    runs: tuple[str, ...] = ("consistency-default", "consistency-op25", "trim"),
+    interrupted: tuple[str, ...] = (),
+) -> Path:
+    """Write one drive folder under ``root`` and return its path."""
+    spec = spec or DriveSpec()
+    name = f"{spec.started}_{spec.model}_{spec.serial}"
+    name = "".join(c if c.isalnum() or c in ".-" else "_" for c in name)
+    drive_dir = root / name
+    drive_dir.mkdir(parents=True, exist_ok=True)
+    drive = {"name": "sda", "path": "/dev/sda", "transport": "sata", "model": spec.model,
+             "serial": spec.serial, "firmware": spec.firmware, "size_bytes": spec.size_bytes,
+             "logical_block_size": 512, "physical_block_size": 4096, "rotational": False,
+             "trim_supported": True}
+    _write(drive_dir / "drive.json", json.dumps(
+        {"schema": 1, "drive": drive,
+         "smart_before": {"power_on_hours": 12, "percentage_used": 0},
+         "smart_after": {"power_on_hours": 15, "percentage_used": 1}}, indent=2))
+    _write(drive_dir / "log.txt", "2026-11-21T14:53:00Z rc=0 ok 0.010s $ lsblk --json\n")
+    for k, run in enumerate(runs):
+        run_dir = drive_dir / run
+        state = "interrupted" if run in interrupted else "done"
+        op = 25 if run.endswith("op25") else 0
+        if run.startswith("consistency"):
+            span = spec.size_bytes * (100 - op) // 100
+            fill_s = write_fill_csv(run_dir / "fill.csv", span, spec, seed + k)
+            cliff = int(spec.cliff_s * (1.6 if op else 1.0))
+            steady = spec.steady_iops * (2.2 if op else 1.0)
+            iops = torture_series(seed + k, duration, spec.fob_iops, steady, cliff,
+                                  spec.stall_every_s * (3 if op else 1),
+                                  spec.long_stall_at_s, 0 if op else spec.long_stall_s)
+            if state == "interrupted":
+                iops = iops[: duration // 2]
+            write_iops_csv(run_dir / "iops.csv", iops, seed + k)
+            params = {"torture_seconds": duration, "steady_start_s": 1400 if duration == 2000
+                      else 0.7 * duration, "fill_passes": 1, "op_percent": op,
+                      "iodepth": 32, "ioengine": "libaio", "block_size_fill": "128k"}
+            stages = [_stage("erase", "2026-11-21T14:53:00Z", 31.4),
+                      _stage("fill", "2026-11-21T14:54:00Z", float(fill_s)),
+                      _stage("torture", "2026-11-21T15:00:00Z", float(iops.size),
+                             state if state != "done" else "done")]
+            meta = _run_json(spec, run, "consistency", op, params, stages, state)
+        else:
+            phases = ("clean", "after_torture", "after_trim")
+            lines = ["phase,mib_s,seconds,bytes"]
+            rng = np.random.default_rng(seed + 10)
+            for phase, mean in zip(phases, spec.trim_mib_s, strict=True):
+                seconds = 8 * 1024 / mean
+                lines.append(f"{phase},{mean},{seconds:.3f},{8 * GIB}")
+                n = int(np.ceil(seconds))
+                vals = mean * rng.normal(1.0, 0.05, n)
+                _write(run_dir / f"probe-{phase}.csv", "time_s,mib_s\n" + "".join(
+                    f"{i},{v:.3f}\n" for i, v in enumerate(vals)))
+            _write(run_dir / "probes.csv", "\n".join(lines) + "\n")
+            params = {"trim_torture_seconds": 3600, "probe_gib": 8, "op_percent": 0}
+            stages = [_stage(s, "2026-11-21T16:00:00Z", 20.0) for s in
+                      ("erase", "probe-clean", "fill", "torture", "probe-after_torture",
+                       "trim", "probe-after_trim")]
+            meta = _run_json(spec, run, "trim", 0, params, stages, state)
+            meta["trim"] = {"discard_sectors": 2097152,
+                            "zero_readback": {"checked": 64, "zero": 64}}
+        _write(run_dir / "run.json", json.dumps(meta, indent=2))
+        _write(run_dir / "jobs" / "torture.fio", "[torture]\nrw=randwrite\nbs=4k\n")
+    return drive_dir

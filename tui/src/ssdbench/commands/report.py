@@ -1,0 +1,82 @@
+"""`ssdbench report DIR`: recompute summary.csv, charts, report.html and index.html from the
+CSV files and fio logs already in a results folder (the ``ssdbench/`` root, the stick's
+mount point holding it, or one drive folder)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ssdbench.exitcodes import ExitCode
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="recompute summary, charts and HTML from a results folder",
+        description=(
+            "Recompute summary.csv, the charts (PNG and SVG), each drive's report.html and "
+            "index.html from the CSV files and fio logs in DIR. DIR is the ssdbench/ "
+            "results folder, a folder holding it (e.g. the SSDRESULTS stick), or one "
+            "drive folder. Prints the path of the report."
+        ),
+    )
+    parser.add_argument("dir", metavar="DIR", type=Path, help="results or drive folder")
+    parser.add_argument("--no-svg", action="store_true",
+                        help="write PNG charts only (faster)")
+    parser.set_defaults(func=run)
+
+
+def resolve(directory: Path) -> tuple[str, Path]:
+    """("root", path) or ("drive", path); ValueError with a sentence when DIR is neither."""
+    from ssdbench.report import drive_dirs, is_drive_dir
+
+    if not directory.is_dir():
+        raise ValueError(f"{directory}: no such folder")
+    if (directory / "ssdbench").is_dir() and drive_dirs(directory / "ssdbench"):
+        return "root", directory / "ssdbench"
+    if drive_dirs(directory):
+        return "root", directory
+    if is_drive_dir(directory):
+        return "drive", directory
+    raise ValueError(
+        f"{directory}: no ssdbench results here (expected drive folders holding run "
+        "folders with run.json / iops.csv, or a drive folder itself)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ssdbench.report import render_all, render_drive, render_index
+
+    try:
+        kind, path = resolve(Path(args.dir))
+    except ValueError as exc:
+        print(f"ssdbench report: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    svg = not args.no_svg
+    if kind == "root":
+        reports = render_all(path, svg=svg)
+    else:
+        reports = [render_drive(path, svg=svg)]
+        parent = path.parent
+        if (parent / "summary.csv").is_file() or (parent / "index.html").is_file():
+            render_index(parent, svg=svg)
+            print(parent / "index.html")
+    failed = False
+    for report in reports:
+        for problem in report.problems:
+            print(f"ssdbench report: {report.drive_dir.name}: {problem}", file=sys.stderr)
+        for r in report.runs:
+            if not r.complete:
+                print(f"ssdbench report: {report.drive_dir.name}/{r.run}: incomplete: "
+                      + "; ".join(r.problems), file=sys.stderr)
+        if report.html is None:
+            failed = True
+        else:
+            print(report.html)
+    if kind == "root":
+        print(path / "index.html")
+        print(path / "summary.csv")
+    return int(ExitCode.FAILURE if failed else ExitCode.OK)

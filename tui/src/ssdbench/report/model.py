@@ -1,0 +1,130 @@
+"""The analysis of one run folder (``RunAnalysis``) and of one drive (``DriveReport``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ssdbench.analysis import (
+    FillStats,
+    IopsAnalysis,
+    LatencySummary,
+    TrimVerdict,
+    analyse_iops,
+    default_steady_start,
+    fill_stats,
+    latency_summary,
+    trim_verdict,
+)
+from ssdbench.report.load import TRIM_PHASES, RunData
+
+ANALYSIS_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class RunAnalysis:
+    run: str
+    kind: str  # consistency | trim | diagnose | unknown
+    state: str  # run.json state ("unknown" without run.json)
+    complete: bool  # state "done" and every file the kind needs was readable
+    problems: tuple[str, ...]  # why it is incomplete, or what could not be read
+    op_percent: float | None
+    steady_start_s: float | None
+    iops: IopsAnalysis | None
+    latency: LatencySummary | None  # whole torture
+    steady_latency: LatencySummary | None  # steady window
+    fill: FillStats | None
+    trim: TrimVerdict | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": ANALYSIS_SCHEMA,
+            "run": self.run,
+            "kind": self.kind,
+            "state": self.state,
+            "complete": self.complete,
+            "problems": list(self.problems),
+            "op_percent": self.op_percent,
+            "steady_start_s": self.steady_start_s,
+            "iops": self.iops.to_dict() if self.iops else None,
+            "latency": self.latency.to_dict() if self.latency else None,
+            "steady_latency": self.steady_latency.to_dict() if self.steady_latency else None,
+            "fill": self.fill.to_dict() if self.fill else None,
+            "trim": self.trim.to_dict() if self.trim else None,
+        }
+
+
+@dataclass(frozen=True)
+class DriveReport:
+    drive_dir: Path
+    identity: dict[str, Any]  # model, serial, firmware, size_bytes, transport, ...
+    runs: tuple[RunAnalysis, ...]
+    html: Path | None  # report.html (None when it could not be written)
+    charts: tuple[Path, ...]  # every PNG/SVG written
+    problems: tuple[str, ...]  # drive-level problems (drive.json, a run that crashed)
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return None if math.isnan(value) else float(value)
+
+
+def steady_start_for(meta: dict[str, Any], duration_s: int) -> float:
+    """The steady window start: run.json params ``steady_start_s`` when it lies inside the
+    run, else :func:`default_steady_start` of the planned duration (``torture_seconds``,
+    or the rows of iops.csv)."""
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+    assert isinstance(params, dict)
+    planned = _float(params.get("torture_seconds"))
+    if meta.get("kind") == "trim":
+        planned = _float(params.get("trim_torture_seconds")) or planned
+    planned_s = int(planned) if planned and planned > 0 else duration_s
+    given = _float(params.get("steady_start_s"))
+    if given is not None and 0 <= given < planned_s:
+        return given
+    return default_steady_start(planned_s)
+
+
+def analyse(data: RunData) -> RunAnalysis:
+    problems = list(data.problems)
+    meta = data.meta
+    kind = data.kind
+    state = data.state
+    if state not in ("done", "unknown"):
+        error = meta.get("error")
+        problems.insert(0, f"run {state}" + (f": {error}" if error else ""))
+    target = meta.get("target") if isinstance(meta.get("target"), dict) else {}
+    assert isinstance(target, dict)
+    op = _float(target.get("op_percent"))
+    iops = latency = steady_latency = None
+    fill = trim = None
+    start: float | None = None
+    if data.iops is not None:
+        s = data.iops
+        start = steady_start_for(meta, int(s["iops"].size))
+        iops = analyse_iops(s["iops"], start)
+        cols = ("iops", "lat_mean_us", "lat_p99_us", "lat_p9999_us", "lat_max_us")
+        latency = latency_summary(*(s[c] for c in cols))
+        first = min(math.ceil(start), s["iops"].size)
+        steady_latency = latency_summary(*(s[c][first:] for c in cols))
+        if iops.whole.seconds == 0:
+            problems.append("iops.csv has no seconds")
+    elif kind == "consistency":
+        problems.append("iops.csv is missing")
+    if data.fill is not None:
+        fill = fill_stats(data.fill["mib_s"], data.fill["gib_written"])
+    elif kind == "consistency":
+        problems.append("fill.csv is missing")
+    if kind == "trim" or data.probes:
+        p = data.probes
+        trim = trim_verdict(*(p[ph].mib_s if ph in p else None for ph in TRIM_PHASES))
+        if trim.verdict == "incomplete":
+            problems.append(f"TRIM probes incomplete: {trim.reason}")
+    if kind == "diagnose" and data.readscan is None:
+        problems.append("readscan.csv is missing")
+    complete = state == "done" and not problems
+    return RunAnalysis(data.name, kind, state, complete, tuple(problems), op, start, iops,
+                       latency, steady_latency, fill, trim)

@@ -1,0 +1,73 @@
+"""summary.csv: one row per run of every drive (columns in docs/results-format.md)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from typing import Any
+
+from ssdbench.report.model import DriveReport, RunAnalysis
+
+SUMMARY_COLUMNS = (
+    "drive_dir", "model", "serial", "firmware", "capacity_bytes", "run", "op_percent",
+    "duration_s", "iops_mean", "steady_iops_mean", "steady_iops_stddev", "steady_iops_p1",
+    "zero_iops_seconds", "longest_stall_s", "steady_state_at_s", "trim_clean_mib_s",
+    "trim_after_torture_mib_s", "trim_after_trim_mib_s", "trim_verdict", "erase_method",
+    "erase_verified", "run_state",
+)
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value.is_integer() and digits == 0:
+            return str(int(value))
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def summary_row(report: DriveReport, run: RunAnalysis, meta: dict[str, Any]) -> dict[str, str]:
+    ident = report.identity
+    erase = meta.get("erase") if isinstance(meta.get("erase"), dict) else None
+    it = run.iops
+    trim = run.trim
+    size = ident.get("size_bytes", ident.get("capacity_bytes"))
+    return {
+        "drive_dir": report.drive_dir.name,
+        "model": _fmt(ident.get("model")),
+        "serial": _fmt(ident.get("serial")),
+        "firmware": _fmt(ident.get("firmware")),
+        "capacity_bytes": _fmt(size if isinstance(size, int) else None),
+        "run": run.run,
+        "op_percent": _fmt(run.op_percent, 0),
+        "duration_s": _fmt(it.duration_s if it else None),
+        "iops_mean": _fmt(it.whole.mean if it else None),
+        "steady_iops_mean": _fmt(it.steady.mean if it else None),
+        "steady_iops_stddev": _fmt(it.steady.stddev if it else None),
+        "steady_iops_p1": _fmt(it.steady.p1 if it else None),
+        "zero_iops_seconds": _fmt(it.stalls.zero_seconds if it else None),
+        "longest_stall_s": _fmt(it.stalls.longest_zero_run_s if it else None),
+        "steady_state_at_s": _fmt(it.steady_state.at_s if it else None),
+        "trim_clean_mib_s": _fmt(trim.clean_mib_s if trim else None),
+        "trim_after_torture_mib_s": _fmt(trim.after_torture_mib_s if trim else None),
+        "trim_after_trim_mib_s": _fmt(trim.after_trim_mib_s if trim else None),
+        "trim_verdict": trim.verdict if trim else "",
+        "erase_method": _fmt(erase.get("method")) if erase else "",
+        "erase_verified": _fmt(erase.get("verified")) if erase else "",
+        "run_state": run.state,
+    }
+
+
+def summary_csv(rows: Iterable[dict[str, str]]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row)
+    return buf.getvalue()
