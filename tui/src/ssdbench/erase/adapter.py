@@ -45,20 +45,29 @@ def target_from_drive(drive: Any) -> EraseTarget:
             sanitize_crypto=ATA_SANITIZE_CRYPTO in methods,
         )
     caps = None
+    controller = None
     nv = _attr(drive, "nvme")
     nsid = 1
     if nv is not None:
+        # Drive.nvme (NvmeInfo) keeps the bits on .controller; its JSON form flattens them.
+        src = _attr(nv, "controller")
+        if src is None or isinstance(src, str):
+            src = nv
+        dlfeat = _attr(nv, "current_dlfeat", None)
+        if dlfeat is None:
+            dlfeat = _attr(nv, "dlfeat", 0)
         caps = NvmeCaps(
-            oacs=int(_attr(nv, "oacs", 0) or 0),
-            fna=int(_attr(nv, "fna", 0) or 0),
-            sanicap=int(_attr(nv, "sanicap", 0) or 0),
-            oncs=int(_attr(nv, "oncs", 0) or 0),
-            dlfeat=int(_attr(nv, "dlfeat", 0) or 0),
+            oacs=int(_attr(src, "oacs", 0) or 0),
+            fna=int(_attr(src, "fna", 0) or 0),
+            sanicap=int(_attr(src, "sanicap", 0) or 0),
+            oncs=int(_attr(src, "oncs", 0) or 0),
+            dlfeat=int(dlfeat or 0),
         )
-        name = str(_attr(drive, "name", ""))
-        for ns in _attr(nv, "namespaces", ()) or ():
-            if _attr(ns, "name") == name and _attr(ns, "nsid") is not None:
-                nsid = int(_attr(ns, "nsid"))
+        cname = _attr(nv, "controller_name") or _attr(nv, "controller")
+        if isinstance(cname, str) and cname:
+            controller = cname if cname.startswith("/dev/") else "/dev/" + cname
+        if _attr(nv, "nsid") is not None:
+            nsid = int(_attr(nv, "nsid"))
     serial = str(_attr(drive, "consent_id", "") or _attr(drive, "serial", "") or "")
     return EraseTarget(
         path=str(_attr(drive, "path")),
@@ -70,5 +79,6 @@ def target_from_drive(drive: Any) -> EraseTarget:
         logical_block_size=int(_attr(drive, "logical_block_size", 512) or 512),
         ata=ata,
         nvme=caps,
+        nvme_controller=controller,
         nsid=nsid,
     )

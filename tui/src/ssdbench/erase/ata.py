@@ -229,7 +229,8 @@ def security_erase(
     try:
         reporter.send("setting a temporary ATA user password")
         _hdparm_security(host, target, "--security-set-pass", password)
-        sec = _security(identify(host, target))
+        info = identify(host, target)
+        sec = _security(info)
         if not sec.enabled:
             raise EraseError(
                 f"{target.path}: SECURITY SET PASSWORD did not enable security "
@@ -238,7 +239,8 @@ def security_erase(
             )
         steps.append(f"password set (security enabled, level {sec.level or 'unknown'})")
         estimate = sec.enhanced_erase_minutes if enhanced else sec.erase_minutes
-        timeout = erase_timeout_s(estimate, target.size_bytes)
+        lower = info.enhanced_erase_lower_bound if enhanced else info.erase_lower_bound
+        timeout = erase_timeout_s(estimate, target.size_bytes, lower_bound=lower)
         op = "--security-erase-enhanced" if enhanced else "--security-erase"
         expected = estimate * 60.0 if estimate else None
         label = "enhanced security erase" if enhanced else "security erase"

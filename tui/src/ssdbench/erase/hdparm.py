@@ -1,13 +1,8 @@
-"""A minimal ``hdparm -I`` reader for re-checking the Security state between erase steps.
+"""``hdparm -I`` re-read between erase steps, and ``hdparm --sanitize-status``.
 
-Discovery (``ssdbench.devices``) owns the full IDENTIFY parser; this one reads only what
-the erase needs and is kept small so the two can be merged. Rules from hdparm's
-``identify.c``: a set bit prints ``\\t\\tX``, a clear one ``\\tnot\\tX``; ``Security level``
-appears only when enabled; the erase-time line may give only the normal time or read
-"more than 508min". Lines are matched on words, never on tabs (mail clients turn tabs
-into spaces).
-
-Also ``hdparm --sanitize-status`` (hdparm.c ``sanitize_normal_output``).
+IDENTIFY parsing is discovery's (``ssdbench.devices.hdparm.parse_hdparm_identify``, tested
+on the real fixtures); this module maps it to the few fields the erase needs. The
+sanitize-status reader follows hdparm.c ``sanitize_normal_output``.
 """
 
 from __future__ import annotations
@@ -15,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ssdbench.devices.hdparm import parse_hdparm_identify
+from ssdbench.devices.model import ParseError
 from ssdbench.erase.model import AtaSecurityState
 
 
@@ -29,125 +26,45 @@ class IdentifyInfo:
     sectors: int | None
     logical_block_size: int | None
     security: AtaSecurityState | None  # None: no Security section printed
-
-
-def _norm(line: str) -> str:
-    return " ".join(line.split())
-
-
-def _value(lines: list[str], key: str) -> str:
-    for line in lines:
-        n = _norm(line)
-        if n.startswith(key + ":"):
-            return n[len(key) + 1 :].strip()
-    return ""
-
-
-_HEADER = re.compile(r"^([A-Za-z][A-Za-z /]*):\s*$")
-
-
-def _sections(text: str) -> dict[str, list[str]]:
-    """Lines grouped under hdparm's unindented headers ("Security:", "Commands/features:")."""
-    sections: dict[str, list[str]] = {"": []}
-    current = ""
-    for line in text.splitlines():
-        if not line.strip() or line.startswith("/dev/"):
-            continue
-        if not line[0].isspace():
-            m = _HEADER.match(line)
-            if m:
-                current = m.group(1)
-                sections.setdefault(current, [])
-                continue
-            if current == "Security":  # e.g. "Logical Unit WWN Device Identifier: ..."
-                current = "_after_security"
-        sections.setdefault(current, []).append(line)
-    return sections
-
-
-_ERASE_TIME = re.compile(
-    r"(more than )?(\d+)min for SECURITY ERASE UNIT\.?"
-    r"(?:\s*(more than )?(\d+)min for ENHANCED SECURITY ERASE UNIT)?"
-)
-
-
-def _parse_security(lines: list[str], features: list[str]) -> AtaSecurityState:
-    flags: dict[str, bool] = {}
-    enhanced = False
-    level: str | None = None
-    erase: int | None = None
-    enhanced_minutes: int | None = None
-    for raw in lines:
-        n = _norm(raw)
-        words = n.split(" ")
-        if n.startswith("Master password revision code"):
-            continue
-        if n.startswith("Security level"):
-            level = words[-1]
-            continue
-        m = _ERASE_TIME.search(n)
-        if m:
-            erase = int(m.group(2))
-            enhanced_minutes = int(m.group(4)) if m.group(4) else None
-            continue
-        negated = words[0] == "not"
-        rest = " ".join(words[1:] if negated else words)
-        if rest == "supported: enhanced erase":
-            enhanced = not negated
-            continue
-        key = rest.split(":")[0].strip()
-        if key in ("supported", "enabled", "locked", "frozen", "expired"):
-            flags[key] = not negated
-    sanitize = any(f.startswith("SANITIZE feature set") for f in features)
-    return AtaSecurityState(
-        supported=flags.get("supported", False),
-        enabled=flags.get("enabled", False),
-        locked=flags.get("locked", False),
-        frozen=flags.get("frozen", False),
-        expired=flags.get("expired", False),
-        enhanced_supported=enhanced,
-        erase_minutes=erase,
-        enhanced_erase_minutes=enhanced_minutes,
-        level=level,
-        sanitize_block=sanitize and any(f.startswith("BLOCK_ERASE_EXT") for f in features),
-        sanitize_crypto=sanitize and any(f.startswith("CRYPTO_SCRAMBLE_EXT") for f in features),
-        sanitize_overwrite=sanitize and any(f.startswith("OVERWRITE_EXT") for f in features),
-    )
+    erase_lower_bound: bool = False  # "more than 508min"
+    enhanced_erase_lower_bound: bool = False
 
 
 def parse_identify(text: str) -> IdentifyInfo:
     """Parse ``hdparm -I`` stdout; raise IdentifyUnavailable for an empty/zero IDENTIFY."""
-    sections = _sections(text)
-    head = sections.get("", [])
-    model = _value(head, "Model Number")
-    serial = _value(head, "Serial Number")
-    if not model:
+    try:
+        ident = parse_hdparm_identify(text)
+    except ParseError as exc:
         raise IdentifyUnavailable(
-            "hdparm -I returned no model number: the ATA pass-through was rejected "
-            "(typical of a USB bridge) or the drive did not answer IDENTIFY"
+            f"{exc} (typical of a USB bridge, or the drive did not answer IDENTIFY)"
+        ) from exc
+    sec = ident.security
+    state = None
+    if sec is not None:
+        san = ident.sanitize
+        state = AtaSecurityState(
+            supported=sec.supported,
+            enabled=sec.enabled,
+            locked=sec.locked,
+            frozen=sec.frozen,
+            expired=sec.expired,
+            enhanced_supported=sec.enhanced_supported,
+            erase_minutes=sec.erase_minutes,
+            enhanced_erase_minutes=sec.enhanced_erase_minutes,
+            level=sec.level,
+            sanitize_block=san.supported and san.block_erase,
+            sanitize_crypto=san.supported and san.crypto_scramble,
+            sanitize_overwrite=san.supported and san.overwrite,
         )
-    config = sections.get("Configuration", [])
-    sectors: int | None = None
-    for key in ("LBA48 user addressable sectors", "LBA user addressable sectors"):
-        v = _value(config, key)
-        if v and v.split()[0].isdigit() and int(v.split()[0]) > 0:
-            sectors = int(v.split()[0])
-            break
-    lbs: int | None = None
-    for key in ("Logical Sector size", "Logical/Physical Sector size"):
-        v = _value(config, key)
-        if v and v.split()[0].isdigit():
-            lbs = int(v.split()[0])
-            break
-    features = []
-    for line in sections.get("Commands/features", []):
-        n = _norm(line).lstrip("* ").strip()
-        if n and not n.startswith("Enabled Supported"):
-            features.append(n)
-    security = None
-    if "Security" in sections:
-        security = _parse_security(sections["Security"], features)
-    return IdentifyInfo(model, serial, sectors, lbs, security)
+    return IdentifyInfo(
+        model=ident.model,
+        serial=ident.serial,
+        sectors=ident.sectors,
+        logical_block_size=ident.logical_block_size,
+        security=state,
+        erase_lower_bound=bool(sec and sec.erase_minutes_lower_bound),
+        enhanced_erase_lower_bound=bool(sec and sec.enhanced_erase_minutes_lower_bound),
+    )
 
 
 @dataclass(frozen=True)
