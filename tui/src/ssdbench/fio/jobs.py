@@ -86,7 +86,7 @@ def _render(
         f"ioengine={target.ioengine}",
         f"iodepth={target.iodepth}",
         f"direct={int(target.direct)}",
-        "thread=0",
+        "thread=1",  # one process: if fio dies, its I/O stops with it
         "group_reporting=1",
         "",
         f"[{stage}]",

@@ -208,7 +208,10 @@ def stage_seconds(files: StageFiles, report: FioReport | None) -> int:
     if report is not None and report.runtime_ms > 0:
         # A trailing part of a second shorter than 100 ms is not a row of its own (fio's
         # time_based runtime overshoots by a few ms); any longer part is the last row.
-        return max(math.ceil((report.runtime_ms - TAIL_SLACK_MS) / 1000.0), 1)
+        n = max(math.ceil((report.runtime_ms - TAIL_SLACK_MS) / 1000.0), 1)
+        planned = report.planned_runtime_s
+        # A time_based job that ran its course overshoots while draining: N s → N rows.
+        return min(n, planned) if planned else n
     last = 0
     for kind in ("iops", "bw"):
         path = files.log(kind)
@@ -304,7 +307,7 @@ def iops_csv(series: Series) -> str:
 
 def fill_csv(series: Series) -> str:
     gib = np.cumsum(series.mib_s * series.seconds()) / 1024.0
-    return _csv("time_s,mib_s,gib_written", [(series.mib_s, 3), (gib, 4)])
+    return _csv("time_s,mib_s,gib_written", [(series.mib_s, 3), (gib, 6)])
 
 
 def probe_csv(series: Series) -> str:

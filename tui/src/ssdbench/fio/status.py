@@ -112,6 +112,7 @@ class FioJob:
     read: DirStats
     write: DirStats
     trim: DirStats
+    planned_runtime_s: int | None = None  # time_based jobs: the runtime they were given
 
     def direction(self, name: str) -> DirStats:
         return {"read": self.read, "write": self.write, "trim": self.trim}[name]
@@ -135,8 +136,27 @@ class FioReport:
         return [f"job {j.name!r}: error {j.error}" for j in self.jobs if j.error]
 
     @property
+    def planned_runtime_s(self) -> int | None:
+        values = [j.planned_runtime_s for j in self.jobs if j.planned_runtime_s]
+        return max(values) if values else None
+
+    @property
     def runtime_ms(self) -> int:
         return max((j.job_runtime_ms for j in self.jobs), default=0)
+
+
+def _planned_runtime(options: object) -> int | None:
+    """``runtime`` of a time_based job from its "job options" ("3s", "3", "2m")."""
+    if not isinstance(options, dict) or str(options.get("time_based", "0")) != "1":
+        return None
+    text = str(options.get("runtime", "")).strip().lower()
+    units = {"s": 1, "m": 60, "h": 3600}
+    scale = units.get(text[-1:]) if text else None
+    number = text[:-1] if scale else text
+    try:
+        return int(float(number) * (scale or 1))
+    except ValueError:
+        return None
 
 
 def parse_report(obj: Mapping[str, Any]) -> FioReport:
@@ -156,6 +176,7 @@ def parse_report(obj: Mapping[str, Any]) -> FioReport:
                 read=DirStats.parse(raw.get("read")),
                 write=DirStats.parse(raw.get("write")),
                 trim=DirStats.parse(raw.get("trim")),
+                planned_runtime_s=_planned_runtime(raw.get("job options")),
             )
         )
     return FioReport(

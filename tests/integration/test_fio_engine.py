@@ -1,0 +1,180 @@
+"""The fio runner on real fio and loop devices on tmpfs (root), plus fake fio for hangs."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ssdbench.fio import jobs
+from ssdbench.fio.logs import write_run_csvs
+from ssdbench.fio.runner import LiveStatus, run_fio
+from ssdbench.system import SystemRunner
+from tests.conftest import require_root
+
+MIB = 2**20
+
+
+@pytest.fixture
+def loop() -> Iterator[tuple[str, Path]]:
+    """A 32 MiB loop device backed by a zero-filled file on /dev/shm."""
+    require_root()
+    folder = Path(tempfile.mkdtemp(prefix="ssdbench-fio-", dir="/dev/shm"))
+    image = folder / "disk.img"
+    with open(image, "wb") as f:
+        f.truncate(32 * MIB)
+    dev = subprocess.run(["losetup", "-f", "--show", str(image)], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    try:
+        yield dev, image
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def target(dev: str) -> jobs.JobTarget:
+    return jobs.JobTarget(dev, 32 * MIB)
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_fill_covers_every_byte_of_the_span(loop: tuple[str, Path], tmp_path: Path) -> None:
+    dev, image = loop
+    statuses: list[LiveStatus] = []
+    outcome = run_fio(SystemRunner(), tmp_path, jobs.fill_job(target(dev)),
+                      on_status=statuses.append)
+    assert outcome.state == "done", outcome.reason
+    assert outcome.report is not None and outcome.report.total("write")[0] == 32 * MIB
+    with open(image, "rb") as f:
+        chunks = [f.read(MIB) for _ in range(32)]
+    zero = bytes(MIB)
+    assert [i for i, c in enumerate(chunks) if c == zero] == []  # the last MiB included
+    assert (tmp_path / "jobs" / "fill.fio").exists() and (tmp_path / "fio" / "fill.json").exists()
+    write_run_csvs(tmp_path)
+    table = csv_rows(tmp_path / "fill.csv")
+    assert float(table[-1]["gib_written"]) == pytest.approx(32 / 1024, rel=1e-3)
+
+
+def test_torture_of_n_seconds_gives_n_rows(loop: tuple[str, Path], tmp_path: Path) -> None:
+    dev, _ = loop
+    statuses: list[LiveStatus] = []
+    job = jobs.torture_job(target(dev), seconds=3)
+    outcome = run_fio(SystemRunner(), tmp_path, job, on_status=statuses.append)
+    assert outcome.state == "done", outcome.reason
+    assert statuses and statuses[-1].fraction is not None
+    assert any(s.iops for s in statuses)  # per-second IOPS derived from cumulative dumps
+    write_run_csvs(tmp_path)
+    table = csv_rows(tmp_path / "iops.csv")
+    assert [r["time_s"] for r in table] == ["0", "1", "2"]
+    assert all(float(r["iops"]) > 0 for r in table)
+
+
+def test_cancelled_torture_keeps_its_logs(loop: tuple[str, Path], tmp_path: Path) -> None:
+    dev, _ = loop
+    cancel = threading.Event()
+
+    def on_status(status: LiveStatus) -> None:
+        if status.elapsed_s >= 2:
+            cancel.set()
+
+    job = jobs.torture_job(target(dev), seconds=60)
+    outcome = run_fio(SystemRunner(), tmp_path, job, on_status=on_status, cancel=cancel)
+    assert outcome.state == "cancelled"
+    assert outcome.duration_s < 30
+    assert (tmp_path / "fio" / "torture_iops.1.log").stat().st_size > 0
+    assert (tmp_path / "fio" / "torture.json").exists()
+    write_run_csvs(tmp_path)
+    assert len(csv_rows(tmp_path / "iops.csv")) >= 2
+
+
+class _Recording:
+    """A SystemRunner that remembers the processes it streamed (to kill one in a test)."""
+
+    def __init__(self) -> None:
+        self.inner = SystemRunner()
+        self.procs: list[Any] = []
+
+    def run(self, argv: Sequence[str], **kw: Any) -> Any:
+        return self.inner.run(argv, **kw)
+
+    def stream(self, argv: Sequence[str], **kw: Any) -> Any:
+        proc = self.inner.stream(argv, **kw)
+        self.procs.append(proc)
+        return proc
+
+    def add_sink(self, sink: Any) -> None:
+        self.inner.add_sink(sink)
+
+    def remove_sink(self, sink: Any) -> None:
+        self.inner.remove_sink(sink)
+
+
+def test_fio_killed_by_a_signal_fails_with_the_reason(
+    loop: tuple[str, Path], tmp_path: Path
+) -> None:
+    dev, _ = loop
+    runner = _Recording()
+
+    def on_status(_status: LiveStatus) -> None:
+        os.kill(runner.procs[0].pid, signal.SIGKILL)  # the fio this test started
+
+    outcome = run_fio(runner, tmp_path, jobs.torture_job(target(dev), seconds=60),
+                      on_status=on_status)
+    assert outcome.state == "failed"
+    assert outcome.reason is not None and "SIGKILL" in outcome.reason
+    assert not (tmp_path / "fio" / "torture.json").exists()
+
+
+@pytest.fixture
+def fake_fio(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder put first on the children's PATH; tests drop a `fio` script in it."""
+    folder = tmp_path / "fakebin"
+    folder.mkdir()
+    monkeypatch.setenv("SSDBENCH_EXTRA_PATH", str(folder))
+    return folder
+
+
+def write_script(folder: Path, body: str) -> None:
+    path = folder / "fio"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def test_hung_fio_is_detected_and_stopped(fake_fio: Path, tmp_path: Path) -> None:
+    write_script(fake_fio, "exec sleep 600\n")
+    run_dir = tmp_path / "run"
+    outcome = run_fio(SystemRunner(), run_dir, jobs.torture_job(target("/dev/null"), seconds=5),
+                      status_timeout_s=1.5)
+    assert outcome.state == "failed"
+    assert outcome.reason is not None and "hung" in outcome.reason
+
+
+def test_error_in_job_json_is_a_failure_even_with_exit_0(
+    fake_fio: Path, tmp_path: Path
+) -> None:
+    final = '{\n"fio version" : "fio-3.33",\n"jobs" : [{"jobname": "torture", "error": 5}]\n}\n'
+    write_script(fake_fio, f"cat <<'END'\n{final}END\nexit 0\n")
+    outcome = run_fio(SystemRunner(), tmp_path, jobs.torture_job(target("/dev/null"), seconds=5))
+    assert outcome.state == "failed"
+    assert outcome.reason is not None and "error 5" in outcome.reason
+    assert "Input/output error" in outcome.reason
+
+
+def test_nonzero_exit_is_a_failure_with_fios_message(fake_fio: Path, tmp_path: Path) -> None:
+    write_script(fake_fio, "echo 'fio: failed to open /dev/x' >&2\nexit 1\n")
+    outcome = run_fio(SystemRunner(), tmp_path, jobs.fill_job(target("/dev/null")))
+    assert outcome.state == "failed"
+    assert outcome.reason is not None
+    assert "exited with code 1" in outcome.reason and "failed to open" in outcome.reason

@@ -1,0 +1,124 @@
+"""`ssdbench run` end to end on a loop device on tmpfs (root): refusals, a TRIM run, Ctrl-C."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ssdbench.cli import main
+from ssdbench.exitcodes import ExitCode
+from tests.conftest import REPO, require_root
+
+MIB = 2**20
+
+
+@pytest.fixture
+def loop() -> Iterator[str]:
+    """A 32 MiB loop device backed by a zero-filled file on /dev/shm."""
+    require_root()
+    folder = Path(tempfile.mkdtemp(prefix="ssdbench-run-", dir="/dev/shm"))
+    image = folder / "disk.img"
+    with open(image, "wb") as f:
+        f.truncate(32 * MIB)
+    dev = subprocess.run(["losetup", "-f", "--show", str(image)], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def only_drive_dir(results: Path) -> Path:
+    dirs = [p for p in results.iterdir() if p.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def test_missing_or_wrong_destroy_is_refused_and_nothing_written(
+    loop: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results"
+    assert main(["run", loop, "--results", str(results)]) == ExitCode.REFUSED
+    assert "--destroy" in capsys.readouterr().err
+    assert main(["run", loop, "--destroy", "loop999", "--results", str(results)]) == (
+        ExitCode.REFUSED)
+    assert not results.exists()
+
+
+def test_unknown_drive_and_bad_parameter(loop: str, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    name = os.path.basename(loop)
+    assert main(["run", loop, "--destroy", name, "--set", "torture_seconds=soon",
+                 "--results", str(tmp_path)]) == ExitCode.USAGE
+    assert "'torture_seconds'" in capsys.readouterr().err
+    assert main(["run", "/dev/nonexistent9", "--destroy", "x"]) == ExitCode.NO_SUCH_DRIVE
+
+
+def test_trim_run_probes_three_phases(loop: str, tmp_path: Path) -> None:
+    name = os.path.basename(loop)
+    results = tmp_path / "results"
+    code = main(["run", loop, "--destroy", name, "--run", "trim", "--erase-fallback",
+                 "discard", "--quiet", "--results", str(results),
+                 "--set", "trim_torture_seconds=2", "--set", "probe_gib=0.0078125"])
+    assert code == ExitCode.OK
+    run_dir = only_drive_dir(results) / "trim"
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["state"] == "done"
+    assert [s["name"] for s in record["stages"]] == [
+        "erase", "probe-clean", "fill", "torture", "probe-after_torture", "trim",
+        "probe-after_trim"]
+    assert all(s["state"] == "done" for s in record["stages"])
+    assert record["erase"]["method"] == "discard" and record["erase"]["secure"] is False
+    assert record["trim"]["discard_sectors"] == 32 * MIB // 512
+    assert record["tools"]["fio"].startswith("fio-") and record["tools"]["kernel"]
+    with open(run_dir / "probes.csv", newline="") as f:
+        probes = list(csv.DictReader(f))
+    assert [p["phase"] for p in probes] == ["clean", "after_torture", "after_trim"]
+    assert all(int(p["bytes"]) == 8 * MIB and float(p["mib_s"]) > 0 for p in probes)
+    for phase in ("clean", "after_torture", "after_trim"):
+        assert (run_dir / f"probe-{phase}.csv").read_text().startswith("time_s,mib_s\n")
+        assert (run_dir / "jobs" / f"probe-{phase}.fio").exists()
+    assert len((run_dir / "iops.csv").read_text().splitlines()) == 1 + 2
+    log = (only_drive_dir(results) / "log.txt").read_text()
+    assert "blkdiscard" in log and "jobs/torture.fio" in log
+
+
+def test_ctrl_c_stops_fio_cleanly_and_marks_the_run_cancelled(loop: str, tmp_path: Path) -> None:
+    name = os.path.basename(loop)
+    results = tmp_path / "results"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ssdbench", "run", loop, "--destroy", name,
+         "--erase-fallback", "discard", "--results", str(results),
+         "--set", "torture_seconds=120"],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=REPO, env=env,
+    )
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 120
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "torture running" in line and "IOPS" in line:
+            break
+        assert time.monotonic() < deadline, seen
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == ExitCode.INTERRUPTED, [*seen, rest]
+    run_dir = only_drive_dir(results) / "consistency-default"
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["state"] == "cancelled"
+    assert [s["state"] for s in record["stages"]] == ["done", "done", "cancelled"]
+    assert (run_dir / "fio" / "torture_iops.1.log").stat().st_size > 0
+    assert len((run_dir / "iops.csv").read_text().splitlines()) >= 2
