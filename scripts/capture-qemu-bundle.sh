@@ -66,7 +66,6 @@ swapon /dev/vdb
 chroot /host /usr/bin/env PYTHONDONTWRITEBYTECODE=1 HOME=/root \
     @REPO@/.venv/bin/python -m ssdbench.commands.bundle /tmp/bundle
 echo "capture exit status $?"
-cat /host/tmp/bundle/list.txt
 sync
 poweroff -f
 EOF
@@ -91,7 +90,7 @@ timeout 600 qemu-system-x86_64 -machine q35 -accel tcg -cpu max -m 1536 -smp 2 -
     -device nvme,serial=SSDBNVME0001,drive=drvnvme \
     -drive file="$work/sata.img",if=none,id=drvsata,format=raw,discard=unmap \
     -device ahci,id=ahci \
-    -device ide-hd,bus=ahci.0,drive=drvsata,model="SSDBENCH SATA DISK",serial=SSDBSATA0001 \
+    -device ide-hd,bus=ahci.0,drive=drvsata,model="SSDBENCH SATA DISK",serial=SSDBSATA0001,discard_granularity=512 \
     -drive file="$work/ext4.img",if=virtio,format=raw,discard=unmap \
     -drive file="$work/swap.img",if=virtio,format=raw \
     -drive file="$work/usb.img",if=none,id=drvusb,format=raw \

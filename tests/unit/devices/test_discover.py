@@ -9,7 +9,7 @@ import pytest
 
 from ssdbench.devices import DriveNotFound, discover, find_drive
 from ssdbench.devices.bundle import FSRecord, ReplayFS, ReplayRunner
-from ssdbench.devices.lsblk import LSBLK_ARGV
+from ssdbench.devices.lsblk import BLKID_ARGV, LSBLK_ARGV
 from ssdbench.system import Host
 
 from .fixtures import FIXTURES, fixture_text
@@ -66,6 +66,7 @@ class FakeMachine:
     def finish(self) -> Host:
         self.fs.listdirs["/sys/block"] = sorted(self.blocks)
         self.runner.add(LSBLK_ARGV, stdout=json.dumps({"blockdevices": self.lsblk}))
+        self.runner.add(BLKID_ARGV, stdout="", returncode=2)  # nothing found
         return Host(self.runner, ReplayFS(self.fs))
 
 

@@ -15,7 +15,14 @@ from typing import ParamSpec, TypeVar
 
 from ssdbench.devices import safety
 from ssdbench.devices.hdparm import PassThroughUnavailable, parse_hdparm_identify
-from ssdbench.devices.lsblk import LSBLK_ARGV, LsblkDevice, parse_lsblk_json
+from ssdbench.devices.lsblk import (
+    BLKID_ARGV,
+    BLKID_OK_CODES,
+    LSBLK_ARGV,
+    LsblkDevice,
+    parse_blkid_export,
+    parse_lsblk_json,
+)
 from ssdbench.devices.model import (
     ATA_SANITIZE_BLOCK,
     ATA_SANITIZE_CRYPTO,
@@ -138,6 +145,16 @@ def _transport(name: str, syspath: str, tran: str | None, nvme_transport: str) -
     return "other"
 
 
+def _usb_serial(host: Host, syspath: str) -> str:
+    """The USB device's iSerial: sysfs `serial` of the `2-1`-style ancestor directory."""
+    path = os.path.normpath(os.path.join("/sys/block", syspath))
+    while path not in ("/", "/sys", ""):
+        if re.fullmatch(r"\d+-[\d.]+", os.path.basename(path)):
+            return _read_str(host, f"{path}/serial")
+        path = os.path.dirname(path)
+    return ""
+
+
 def is_listed(host: Host, name: str, include_all: bool = False) -> bool:
     """Whether `ssdbench list` shows the block device (always, with ``include_all``)."""
     # Read both values either way, so a bundle recorded with include_all replays both.
@@ -245,6 +262,20 @@ def discover(host: Host, *, include_all: bool = False) -> list[Drive]:
                     labels[dev.kname] = dev.label
                 if dev.uuid:
                     uuids[dev.kname] = dev.uuid
+        if not labels and not uuids:
+            # No udev database (BusyBox mdev): lsblk knows no labels; probe with blkid.
+            blkid_probe = _Probe("blkid")
+            probed = blkid_probe.attempt(
+                "blkid",
+                lambda: parse_blkid_export(host.runner.run(
+                    list(BLKID_ARGV), ok_codes=BLKID_OK_CODES, timeout=LSBLK_TIMEOUT_S).text),
+            )
+            global_problems.extend(blkid_probe.problems)
+            for kname, values in (probed or {}).items():
+                if values.get("LABEL"):
+                    labels[kname] = values["LABEL"]
+                if values.get("UUID"):
+                    uuids[kname] = values["UUID"]
     facts = safety.gather(host.fs, all_disks, labels, uuids)
 
     # NVMe: one id-ctrl per controller, one id-ns per namespace, `nvme list` as fallback.
@@ -310,6 +341,8 @@ def discover(host: Host, *, include_all: bool = False) -> list[Drive]:
             model = model or (lb.model or "")
             serial = serial or (lb.serial or "")
             firmware = firmware or (lb.revision or "")
+        if transport == "usb" and not serial:
+            serial = _usb_serial(host, syspath)
         backing = None
         if transport == "loop":
             backing = _read_str(host, f"/sys/block/{name}/loop/backing_file") or None

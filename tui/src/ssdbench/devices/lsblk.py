@@ -137,3 +137,24 @@ def parse_lsblk_json(text: str) -> list[LsblkDevice]:
     if not isinstance(devices, list):
         raise ParseError("lsblk: no 'blockdevices' list")
     return [_device(d) for d in devices]
+
+
+# Labels and UUIDs when lsblk has none (no udev database: the appliance's BusyBox mdev):
+# a low-level probe of every device, bypassing the blkid cache.  Exit 2 = nothing found.
+BLKID_ARGV = ("blkid", "-c", "/dev/null", "-o", "export")
+BLKID_OK_CODES = (0, 2)
+
+
+def parse_blkid_export(text: str) -> dict[str, dict[str, str]]:
+    """`blkid -o export`: blank-line separated KEY=value blocks → {kernel name: values}."""
+    out: dict[str, dict[str, str]] = {}
+    for block in re.split(r"\n\s*\n", text.strip()):
+        values: dict[str, str] = {}
+        for line in block.splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                values[key.strip()] = value.strip()
+        dev = values.get("DEVNAME", "")
+        if dev.startswith("/dev/"):
+            out[dev.rsplit("/", 1)[1]] = values
+    return out
