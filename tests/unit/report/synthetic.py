@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -103,8 +104,8 @@ def _stage(name: str, start: str, seconds: float, state: str = "done") -> dict[s
             "duration_s": seconds, "error": None, "job": f"jobs/{name}.fio"}
 
 
-def _run_json(spec: DriveSpec, run: str, kind: str, op: int, params: dict[str, object],
-              stages: list[dict[str, object]], state: str = "done") -> dict[str, object]:
+def _run_json(spec: DriveSpec, run: str, kind: str, op: int, params: dict[str, Any],
+              stages: list[dict[str, Any]], state: str = "done") -> dict[str, Any]:
     return {
         "schema": 1, "run": run, "kind": kind, "state": state,
         "error": None if state == "done" else "interrupted by the user",
