@@ -18,7 +18,20 @@ from pathlib import Path
 
 from ssdbench.system import CommandTimeout, SystemRunner
 
-KERNEL_RELEASE = "6.1.0-56-amd64"
+
+def _kernel_release() -> str:
+    """The newest installed Debian kernel that has its modules (linux-image-amd64)."""
+    releases = sorted(
+        p.name.removeprefix("vmlinuz-")
+        for p in Path("/boot").glob("vmlinuz-*")
+        if (Path("/lib/modules") / p.name.removeprefix("vmlinuz-") / "modules.dep").exists()
+    )
+    if not releases:
+        raise RuntimeError("no /boot/vmlinuz-* with /lib/modules: install linux-image-amd64")
+    return releases[-1]
+
+
+KERNEL_RELEASE = _kernel_release()
 KERNEL = Path(f"/boot/vmlinuz-{KERNEL_RELEASE}")
 MODULES = Path(f"/lib/modules/{KERNEL_RELEASE}")
 # Only what is needed to reach the host root; nvme is loaded later by the host's modprobe.
