@@ -32,7 +32,7 @@ REQUIRED_KEYS = {
 
 def test_there_are_bundles() -> None:
     names = {p.name for p in BUNDLE_DIRS}
-    assert "this-machine-virtio-loop" in names
+    assert {"this-machine-virtio-loop", "qemu-nvme-ahci-usb"} <= names
 
 
 @pytest.mark.parametrize("bundle_dir", BUNDLE_DIRS, ids=lambda p: p.name)
@@ -116,3 +116,44 @@ def test_replay_runner_exit_codes_and_order() -> None:
         runner.run(["x"])
     assert info.value.returncode == 3
     assert runner.run(["x"], ok_codes=(3,)).text == "second"  # the last one repeats
+
+
+def _qemu() -> dict[str, dict[str, object]]:
+    expected = json.loads((BUNDLES / "qemu-nvme-ahci-usb" / "expected.json").read_text())
+    return {d["name"]: d for d in expected}
+
+
+def test_qemu_nvme_from_real_nvme_cli_2_json() -> None:
+    nvme = _qemu()["nvme0n1"]
+    assert (nvme["transport"], nvme["model"], nvme["serial"]) == (
+        "nvme", "QEMU NVMe Ctrl", "SSDBNVME0001")
+    assert nvme["size_bytes"] == 256 * 1024 * 1024
+    assert nvme["trim_supported"] and not nvme["protected"]
+    assert nvme["erase_methods"] == ["nvme-format-user-data"]  # QEMU 7.2: no sanitize
+    info = nvme["nvme"]
+    assert isinstance(info, dict)
+    assert (info["sanicap"], info["fna"], info["dlfeat"]) == (0, 0, 1)
+    assert info["oacs"] & 0x2 and info["oncs"] & 0x4  # Format, DSM
+
+
+def test_qemu_sata_usb_mounted_and_swap() -> None:
+    d = _qemu()
+    sata = d["sda"]
+    assert (sata["transport"], sata["model"], sata["serial"]) == (
+        "sata", "SSDBENCH SATA DISK", "SSDBSATA0001")
+    assert not sata["protected"] and sata["erase_refusal"] == ["no-erase-method"]
+    usb = d["sdb"]
+    assert usb["transport"] == "usb" and usb["serial"] == "SSDBUSB00001"
+    assert usb["protect_reasons"] == ["boot-medium", "results-partition"]
+    assert usb["erase_refusal"] == ["usb-bridge"] and usb["erase_methods"] == []
+    assert d["vda"]["protect_reasons"] == ["mounted:/mnt"]
+    assert d["vdb"]["protect_reasons"] == ["swap"]
+
+
+def test_qemu_nvme_list_of_nvme_cli_2_3() -> None:
+    from ssdbench.devices.nvme import parse_nvme_list_json
+
+    text = (BUNDLES / "qemu-nvme-ahci-usb" / "cmd" / "nvme_list_-o_json.out").read_text()
+    (e,) = parse_nvme_list_json(text)
+    assert (e.path, e.serial, e.size_bytes, e.product) == (
+        "/dev/nvme0n1", "SSDBNVME0001", 268435456, "")
