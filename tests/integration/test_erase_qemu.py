@@ -5,14 +5,17 @@ nvme-cli and dd, ssdbench's erase_drive with verification — end to end in abou
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from tests.integration.qemu_helper import run_guest
 
-JOB = """
+# The guest chroots into the host root, so the host's paths work as they are.
+GUEST_SCRIPT = Path(__file__).with_name("guest_erase.py")
+JOB = f"""
 export PYTHONDONTWRITEBYTECODE=1
 nvme id-ns /dev/nvme0n1 -o json > id-ns-before.json
-/work/main/.venv/bin/python /work/main/tests/integration/guest_erase.py /tmp/out/result
+{sys.executable} {GUEST_SCRIPT} /tmp/out/result
 echo "guest_erase rc=$?"
 nvme id-ns /dev/nvme0n1 -o json > id-ns-after.json
 """

@@ -18,6 +18,7 @@ from ssdbench.erase import (
     NvmeCaps,
     choose_method,
     erase_drive,
+    stage_hook,
     target_from_drive,
 )
 from ssdbench.erase.model import EraseError
@@ -193,3 +194,16 @@ def test_adapter_from_drive_json_and_object() -> None:
 def test_result_type_is_the_system_one() -> None:
     r = ScriptedRunner().add(["true"]).run(["true"])
     assert isinstance(r, Result)
+
+
+def test_stage_hook_returns_the_run_json_erase_record() -> None:
+    runner = ScriptedRunner()
+    runner.add(["blkdiscard", "-f", "/dev/loop3"])
+    events: list[Progress] = []
+    ctx = SimpleNamespace(host=Host(runner, FakeFS()), progress=events.append,
+                          run_name="consistency-default")
+    hook = stage_hook(loop_target(), journal=MemoryPasswordJournal(),
+                      options=EraseOptions(erase_fallback="discard"))
+    erase = hook(ctx)
+    assert erase["method"] == "discard" and erase["secure"] is False
+    assert events and all(e.run == "consistency-default" for e in events)

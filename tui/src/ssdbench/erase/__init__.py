@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ssdbench.erase.adapter import target_from_drive
 from ssdbench.erase.ata import erase_timeout_s, recover_leftover_password
-from ssdbench.erase.core import available_methods, choose_method, erase_drive
+from ssdbench.erase.core import available_methods, choose_method, erase_drive, stage_hook
 from ssdbench.erase.journal import JsonPasswordJournal, MemoryPasswordJournal, PasswordJournal
 from ssdbench.erase.model import (
     ALL_METHODS,
@@ -51,5 +51,6 @@ __all__ = [
     "erase_drive",
     "erase_timeout_s",
     "recover_leftover_password",
+    "stage_hook",
     "target_from_drive",
 ]

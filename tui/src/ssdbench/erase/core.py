@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ssdbench.erase import ata, nvme
 from ssdbench.erase.journal import PasswordJournal
@@ -233,3 +236,31 @@ def erase_drive(
         verification=verification,
         steps=tuple(steps),
     )
+
+
+def stage_hook(
+    target: EraseTarget,
+    *,
+    journal: PasswordJournal,
+    options: EraseOptions | None = None,
+    method: str | None = None,
+    scratch: Path | None = None,
+) -> Callable[[Any], dict[str, Any]]:
+    """A ``RunContext.secure_erase`` for the stages room: ``hook(ctx)`` erases with
+    ``ctx.host`` / ``ctx.progress`` / ``ctx.run_name`` and returns ``EraseRecord.to_dict()``
+    (run.json ``erase``). Errors propagate as EraseError (NoEraseMethod, VerificationFailed)."""
+
+    def hook(ctx: Any) -> dict[str, Any]:
+        opts = replace(options or EraseOptions(), run=str(getattr(ctx, "run_name", "")))
+        record = erase_drive(
+            ctx.host,
+            target,
+            method=method,
+            journal=journal,
+            progress=getattr(ctx, "progress", ignore_progress),
+            options=opts,
+            scratch=scratch,
+        )
+        return record.to_dict()
+
+    return hook
