@@ -93,16 +93,16 @@ def secure_erase_hook(drive: Any, results_root: Path) -> SecureErase | None:
     if not methods & set(getattr(erase, "SECURE_METHODS", ())):
         return None
 
+    hook = erase.stage_hook(
+        erase.target_from_drive(drive),
+        journal=erase.JsonPasswordJournal(results_root / "erase-journal.json"),
+    )
+
     def run(ctx: RunContext) -> Mapping[str, Any]:
         try:
-            record = erase.erase_drive(
-                ctx.host, erase.target_from_drive(drive),
-                journal=erase.JsonPasswordJournal(results_root / "erase-journal.json"),
-                progress=ctx.progress,
-            )
+            return hook(ctx)
         except erase.EraseError as exc:
             raise StageFailed(f"secure erase failed: {exc}") from exc
-        return record.to_dict()
 
     return run
 
