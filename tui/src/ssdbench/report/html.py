@@ -35,7 +35,7 @@ img{max-width:100%;height:auto;border:1px solid #ddd;background:#fff;margin:.3em
 .ineffective,.failed,.no{background:#f8d0d0}.inconclusive,.incomplete,.unknown{background:#e8e8e8}
 .problem{background:#fff2cc;border-left:4px solid #e0a800;padding:.4em .8em;margin:.4em 0}
 pre{background:#fff;border:1px solid #ddd;padding:.6em;overflow:auto;font-size:.85em}
-.small{color:#666;font-size:.85em}
+.small{color:#666;font-size:.85em}.wide{overflow-x:auto}
 """
 
 
@@ -94,7 +94,7 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
             else:
                 cells += f"<td>{num(v)}</td>"
         body += f"<tr>{cells}</tr>"
-    return f"<table><tr>{head}</tr>{body}</table>"
+    return f"<div class=\"wide\"><table><tr>{head}</tr>{body}</table></div>"
 
 
 def badge(text: str) -> Markup:
@@ -274,11 +274,16 @@ def index_page(rows: Sequence[dict[str, str]], drive_links: Sequence[tuple[str, 
             "longest_stall_s", "steady_state_at_s", "trim_clean_mib_s",
             "trim_after_torture_mib_s", "trim_after_trim_mib_s", "trim_verdict",
             "erase_method", "erase_verified", "run_state")
-    body += "<h2>Summary</h2>" + table(
-        cols, [[Markup(f"<a href=\"{href(r['drive_dir'])}/report.html#{esc(r['run'])}\">"
-                       f"{esc(r['model'])}</a>") if c == "model"
-                else badge(r[c]) if c in ("trim_verdict", "run_state") and r[c]
-                else r[c] for c in cols] for r in rows])
+    def cell(r: dict[str, str], c: str) -> Any:
+        if c == "model":
+            link = f"{href(r['drive_dir'])}/report.html#{esc(r['run'])}"
+            return Markup(f"<a href=\"{link}\">{esc(r['model'])}</a>")
+        if c in ("trim_verdict", "run_state") and r[c]:
+            return badge(r[c])
+        return r[c]
+
+    body += "<h2>Summary</h2>" + table([c.replace("_", " ") for c in cols],
+                                       [[cell(r, c) for c in cols] for r in rows])
     body += "<p><a href=\"summary.csv\">summary.csv</a></p>"
     if charts:
         body += "<h2>Comparison (same scale for every drive)</h2>"
