@@ -1,0 +1,252 @@
+"""Checks of the BR2_EXTERNAL tree against the pinned Buildroot release, with no downloads:
+kconfig keeps every symbol of the defconfig, the defconfig is savedefconfig output,
+check-package is clean, and `make show-info` lists the packages (and versions) the
+appliance needs, each download covered by a hash, matching docs/buildroot.md."""
+
+from __future__ import annotations
+
+import difflib
+import importlib.metadata
+import re
+import shutil
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from tests.buildroot import brtree
+from tests.buildroot.conftest import NOT_RUN
+
+
+@dataclass(frozen=True)
+class Configured:
+    tree: Path
+    out: Path
+    dotconfig: str
+
+
+@pytest.fixture(scope="module")
+def tree() -> Path:
+    try:
+        found = brtree.find_tree()
+    except brtree.NoTree as exc:
+        NOT_RUN.append(str(exc))
+        pytest.xfail(f"Buildroot checks did not run: {exc}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def configured(tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Configured]:
+    out = tmp_path_factory.mktemp("br-output")
+    result = brtree.brmake(tree, out, brtree.DEFCONFIG_NAME)
+    assert result.returncode == 0, result.stdout + result.stderr
+    yield Configured(tree, out, (out / ".config").read_text())
+    shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def show_info_raw(configured: Configured) -> str:
+    result = brtree.brmake(configured.tree, configured.out, "show-info")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def show_info(show_info_raw: str) -> dict[str, brtree.Package]:
+    return {p.name: p for p in brtree.packages(show_info_raw)}
+
+
+def test_tree_is_the_pinned_release(tree: Path) -> None:
+    assert brtree.tree_version(tree) == brtree.pinned_version(), (
+        f"{tree} is Buildroot {brtree.tree_version(tree)}, scripts/build-image.sh pins "
+        f"{brtree.pinned_version()}"
+    )
+
+
+def test_dropped_symbols_are_reported() -> None:
+    defconfig = 'BR2_FOO=y\nBR2_BAR="x"\n# BR2_BAZ is not set\nBR2_KEPT=y\n'
+    dotconfig = 'BR2_BAR="y"\nBR2_BAZ=y\nBR2_KEPT=y\n# BR2_FOO is not set\n'
+    assert brtree.dropped_symbols(defconfig, dotconfig) == [
+        "BR2_FOO=y -> not set",
+        'BR2_BAR="x" -> "y"',
+        "# BR2_BAZ is not set -> BR2_BAZ=y",
+    ]
+
+
+def test_defconfig_keeps_every_symbol(configured: Configured) -> None:
+    defconfig = brtree.DEFCONFIG.read_text()
+    dropped = brtree.dropped_symbols(defconfig, configured.dotconfig)
+    print(
+        f"savedefconfig comparison: {len(brtree.symbols(defconfig))} symbols, "
+        f"{len(dropped)} dropped"
+    )
+    assert not dropped, "kconfig dropped (unknown symbol or unmet dependency):\n" + "\n".join(
+        dropped
+    )
+
+
+def test_defconfig_is_savedefconfig_output(configured: Configured) -> None:
+    saved = configured.out / "saved_defconfig"
+    result = brtree.brmake(
+        configured.tree, configured.out, "savedefconfig", f"BR2_DEFCONFIG={saved}"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    ours = brtree.DEFCONFIG.read_text().splitlines()
+    diff = list(
+        difflib.unified_diff(
+            ours, saved.read_text().splitlines(), "ours", "savedefconfig", lineterm=""
+        )
+    )
+    assert not diff, "defconfig is not savedefconfig output:\n" + "\n".join(diff)
+
+
+def test_check_package_is_clean(tree: Path) -> None:
+    files = sorted(str(p) for p in brtree.EXTERNAL.rglob("*") if p.is_file())
+    # check-package imports python3-magic and flake8 (Debian packages, system python).
+    result = brtree.run(
+        ["/usr/bin/python3", str(tree / "utils" / "check-package"), "--br2-external", *files],
+        cwd=tree,
+    )
+    print(result.stdout + result.stderr)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 warnings generated" in result.stderr, result.stdout + result.stderr
+    assert re.search(r"^[1-9]\d* lines processed", result.stderr, re.M), result.stderr
+
+
+def _version(pkgs: dict[str, brtree.Package], name: str) -> Version:
+    assert name in pkgs, f"{name} is not in the image (make show-info)"
+    return Version(pkgs[name].version)
+
+
+# What the appliance runs (docs/buildroot.md): package -> required version prefix or "".
+IMAGE_PACKAGES = {
+    "python3": "3.",
+    "python-ssdbench": "",
+    "python-textual": "8.",
+    "python-rich": "15.",
+    "python-matplotlib": "3.10.",
+    "python-numpy": "",
+    "python-linkify-it-py": "",
+    "fio": "3.",
+    "libaio": "",
+    "hdparm": "",
+    "nvme": "2.",
+    "json-c": "",
+    "smartmontools": "",
+    "util-linux": "",
+    "gptfdisk": "",
+    "dosfstools": "",
+    "exfatprogs": "",
+    "kbd": "",
+    "sedutil": "",
+    "pciutils": "",
+    "busybox": "",
+    "linux": "6.18.",
+    "grub2": "",
+    "host-genimage": "",
+    "host-dosfstools": "",
+    "host-mtools": "",
+    "rootfs-cpio": "",
+}
+
+
+def test_show_info_has_the_appliance_packages(show_info: dict[str, brtree.Package]) -> None:
+    for line in (f"{p.name} {p.version}" for p in show_info.values()):
+        print(line)
+    missing = [n for n in IMAGE_PACKAGES if n not in show_info]
+    assert not missing, f"not in the image: {missing}"
+    wrong = {
+        n: show_info[n].version
+        for n, prefix in IMAGE_PACKAGES.items()
+        if not show_info[n].version.startswith(prefix)
+    }
+    assert not wrong, f"unexpected versions (wanted prefixes {IMAGE_PACKAGES}): {wrong}"
+    project = tomllib.loads((brtree.REPO / "tui" / "pyproject.toml").read_text())["project"]
+    assert show_info["python-ssdbench"].version == project["version"]
+
+
+def _buildroot_name(dist: str) -> str:
+    name = canonicalize_name(dist)
+    return name if name.startswith("python-") else f"python-{name}"
+
+
+def test_python_dependency_closure_is_in_the_image(
+    show_info: dict[str, brtree.Package],
+) -> None:
+    """Every runtime requirement of ssdbench, and of its requirements (with the extras they
+    ask for), is a Buildroot package of the image; ssdbench's own pins hold there. The
+    requirement lists are the dev venv's (no downloads here), followed where the venv and
+    the image agree on the major version."""
+    python = _version(show_info, "python3")
+    env = {
+        "python_version": f"{python.major}.{python.minor}",
+        "python_full_version": str(python),
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+        "implementation_name": "cpython",
+        "os_name": "posix",
+    }
+    project = tomllib.loads((brtree.REPO / "tui" / "pyproject.toml").read_text())["project"]
+    direct = [Requirement(r) for r in project["dependencies"]]
+    for req in direct:
+        have = _version(show_info, _buildroot_name(req.name))
+        assert req.specifier.contains(have), f"image has {req.name} {have}, ssdbench wants {req}"
+
+    seen: set[str] = set()
+    todo: list[tuple[str, frozenset[str]]] = [(r.name, frozenset(r.extras)) for r in direct]
+    while todo:
+        dist, extras = todo.pop()
+        key = f"{canonicalize_name(dist)}[{','.join(sorted(extras))}]"
+        if key in seen:
+            continue
+        seen.add(key)
+        image = _version(show_info, _buildroot_name(dist))
+        # The requirement lists come from the dev venv's metadata; they stand for the image's
+        # only while the major versions agree (e.g. dateutil 4 needs tzdata, 2.9 does not).
+        dev = Version(importlib.metadata.version(dist))
+        if dev.major != image.major:
+            print(f"not followed: {dist} {dev} in the venv, {image} in the image")
+            continue
+        for text in importlib.metadata.requires(dist) or []:
+            req = Requirement(text)
+            wanted = req.marker is None or any(
+                req.marker.evaluate({**env, "extra": e}) for e in (extras or {""})
+            )
+            if wanted:
+                todo.append((req.name, frozenset(req.extras)))
+    assert any(k.startswith("linkify-it-py") for k in seen), sorted(seen)
+
+
+def test_every_download_is_hash_checked(show_info_raw: str, tree: Path) -> None:
+    """BR2_DOWNLOAD_FORCE_CHECK_HASHES is on: every downloaded source needs a hash in one of
+    the package's hash files, or the build stops at that package. Only SHA-2 counts here
+    (Buildroot would also take md5 or sha1)."""
+    import json
+
+    unchecked = []
+    for name, pkg in json.loads(show_info_raw).items():
+        hash_files = [tree / h for h in pkg.get("hashes", [])]  # relative ones: in the tree
+        hash_text = "".join(h.read_text() for h in hash_files if h.is_file())
+        for dl in pkg.get("downloads", []):
+            if any(uri.startswith("local+") for uri in dl["uris"]):
+                continue
+            source = dl["source"]
+            strong = rf"^sha(224|256|384|512)\s+[0-9a-f]{{56,128}}\s+{re.escape(source)}\s*$"
+            if not re.search(strong, hash_text, re.M):
+                unchecked.append(f"{name}: {source}")
+    assert not unchecked, "downloads without a SHA-2 hash:\n" + "\n".join(unchecked)
+
+
+def test_docs_list_the_packages(show_info_raw: str, tree: Path) -> None:
+    expected = brtree.docs_table(brtree.packages(show_info_raw), brtree.tree_version(tree))
+    actual = brtree.docs_block(brtree.DOCS.read_text())
+    assert actual is not None, f"{brtree.DOCS}: no package list markers"
+    assert actual == expected, (
+        "docs/buildroot.md package list is stale; run `python tests/buildroot/brtree.py docs`"
+    )
