@@ -119,6 +119,7 @@ def test_ctrl_c_stops_fio_cleanly_and_marks_the_run_cancelled(loop: str, tmp_pat
     run_dir = only_drive_dir(results) / "consistency-default"
     record = json.loads((run_dir / "run.json").read_text())
     assert record["state"] == "cancelled"
-    assert [s["state"] for s in record["stages"]] == ["done", "done", "cancelled"]
+    assert [s["state"] for s in record["stages"]] == ["done", "done", "done", "cancelled"]
+    assert record["partition"]["wiped"] is True  # 0% OP: a leftover table is wiped
     assert (run_dir / "fio" / "torture_iops.1.log").stat().st_size > 0
     assert len((run_dir / "iops.csv").read_text().splitlines()) >= 2

@@ -1,9 +1,17 @@
-"""`ssdbench run DRIVE --destroy ID`: erase, fill, torture (and the TRIM run) on one drive.
+"""`ssdbench run DRIVE... --destroy ID...`: a plan (erase, fill, torture, TRIM validation) on
+one or more drives at once.
 
-Safety first: the drive comes from discovery; a protected drive is refused with the
-reasons; nothing is written without ``--destroy`` naming the drive's consent id (its
-serial, or the kernel name when it has none). Ctrl-C stops fio cleanly, the run is marked
-"cancelled" and the exit code is 130.
+Safety first: drives come from discovery; a protected drive is refused with the reasons;
+nothing is written unless `--destroy` names each drive's consent id (its serial, or the
+kernel name when it has none; repeat `--destroy` once per drive). Every drive is checked
+before any is touched. Several drives run concurrently, each fio on its own CPU; one
+failing does not stop the others. Ctrl-C stops fio cleanly, runs are marked "cancelled"
+and the exit code is 130. After a power loss, `ssdbench run --resume` continues what the
+journal (state.json in the results folder) says was unfinished: finished runs are kept,
+the interrupted one is redone from its erase.
+
+Plans: review, quick, trim, diagnose (read-only, no consent needed), or a plan file
+(docs/plans.md). `--run` is the older way to name the runs (review durations).
 """
 
 from __future__ import annotations
@@ -13,132 +21,69 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from ssdbench import __version__
 from ssdbench.exitcodes import ExitCode
-from ssdbench.fio.runner import fio_version
+from ssdbench.plan import engine
+from ssdbench.plan.engine import DriveJob, DriveOutcome, Refused, secure_erase_hook
+from ssdbench.plan.journal import Journal, JournalError
+from ssdbench.plan.plans import PRESETS, Plan, PlanError, RunSpec, build_plan, plan_from_json
 from ssdbench.progress import Progress
-from ssdbench.results import atomic
-from ssdbench.results.layout import RunRecord, drive_dir_name, run_name
-from ssdbench.stages.base import (
-    RunContext,
-    SecureErase,
-    StageFailed,
-    resolve_target,
-    run_stages,
-)
-from ssdbench.stages.params import ParamError, RunParams, build_params
-from ssdbench.stages.plans import stages_for
-from ssdbench.system import CommandError, CommandLogFile, Host, live_host
+from ssdbench.stages.params import RunParams
+from ssdbench.system import Host, SystemRunner, live_host
 
-DEFAULT_RESULTS = Path("/run/ssdbench/results/ssdbench")
 RUN_CHOICES = ("consistency", "trim", "all", "diagnose")
 
-
-class _Refused(Exception):
-    def __init__(self, code: ExitCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+# Kept for ui/engine.py until it calls ssdbench.plan.engine directly.
+_tools = engine.tools_record
+__all__ = ["main", "register", "secure_erase_hook"]
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "run", help="test a drive: erase, fill, torture; TRIM validation (destroys data)",
+        "run", help="test drives with a plan: erase, fill, torture, TRIM (destroys data)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("drive", metavar="DRIVE", help="/dev path, kernel name or serial")
-    p.add_argument("--destroy", metavar="CONSENT_ID",
-                   help="the drive's serial (kernel name when it has none): consent to wipe it")
-    p.add_argument("--run", choices=RUN_CHOICES, default="consistency",
-                   help="consistency (default), trim, all (both), diagnose (read-only)")
+    p.add_argument("drives", metavar="DRIVE", nargs="*",
+                   help="/dev path, kernel name or serial (several run at once)")
+    p.add_argument("--destroy", metavar="CONSENT_ID", action="append", default=[],
+                   help="a drive's serial (kernel name when it has none): consent to wipe "
+                        "it; once per drive")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--plan", metavar="PLAN",
+                       help=f"{', '.join(PRESETS)}, or a plan file (.toml)")
+    which.add_argument("--run", choices=RUN_CHOICES, default=None,
+                       help="consistency (the default), trim, all (both), diagnose (read-only)")
     p.add_argument("--op", type=int, metavar="PERCENT", default=None,
-                   help="extra over-provisioning percent (needs --target PARTITION for now)")
-    p.add_argument("--target", metavar="PATH",
-                   help="test span: a partition of DRIVE (default: the whole drive)")
+                   help="with --run consistency/all: extra over-provisioning percent "
+                        "(a GPT partition of 100-N%% after the erase)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="plan parameter, e.g. torture_seconds=600 (repeatable)")
     p.add_argument("--config", type=Path, metavar="FILE", help="plan parameters (TOML)")
     p.add_argument("--results", type=Path, metavar="DIR",
-                   help=f"results folder (default {DEFAULT_RESULTS})")
+                   help="results folder (default: ssdbench/ on the SSDRESULTS stick, else RAM)")
     p.add_argument("--erase-fallback", choices=("fail", "discard"), default=None,
                    help="without a secure-erase method: fail, or discard (not secure-erased)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue what the journal says was unfinished (no DRIVE: every "
+                        "unfinished drive, with the consent recorded when it started)")
+    p.add_argument("--no-pin", action="store_true", help="do not pin each drive's fio to a CPU")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=main)
 
-
-# ---- the couplings with the other rooms, one small function each ----
-
-def locate_drive(host: Host, spec: str) -> Any:
-    """The discovered drive named by spec (devices room); raises _Refused when unknown."""
-    from ssdbench.devices import DriveNotFound, discover, find_drive
-
-    try:
-        return find_drive(discover(host, include_all=True), spec)
-    except DriveNotFound as exc:
-        raise _Refused(ExitCode.NO_SUCH_DRIVE, str(exc)) from None
-
-
-def secure_erase_hook(drive: Any, results_root: Path) -> SecureErase | None:
-    """The erase room's secure erase for this drive, or None (then erase_fallback applies)."""
-    try:
-        from ssdbench import erase
-    except ImportError:
-        return None
-    methods = set(getattr(drive, "erase_methods", ()) or ())
-    if not methods & set(getattr(erase, "SECURE_METHODS", ())):
-        return None
-
-    hook = erase.stage_hook(
-        erase.target_from_drive(drive),
-        journal=erase.JsonPasswordJournal(results_root / "erase-journal.json"),
-    )
-
-    def run(ctx: RunContext) -> Mapping[str, Any]:
-        try:
-            return hook(ctx)
-        except erase.EraseError as exc:
-            raise StageFailed(f"secure erase failed: {exc}") from exc
-
-    return run
-
-
-def render_reports(drive_dir: Path, root: Path, err: TextIO) -> None:
-    """The report room's summary, charts and HTML, when that module is there."""
-    try:
-        from ssdbench import report
-    except ImportError:
-        report = None  # type: ignore[assignment]
-    render_drive: Callable[[Path], object] | None = getattr(report, "render_drive", None)
-    render_index: Callable[[Path], object] | None = getattr(report, "render_index", None)
-    if render_drive is None or render_index is None:
-        print("ssdbench: the report module is not available in this build; the CSVs and fio "
-              f"logs are complete, run `ssdbench report {root}` later", file=err)
-        return
-    try:
-        render_drive(drive_dir)
-        render_index(root)
-    except Exception as exc:  # the measurements are saved; a report bug must not hide that
-        print(f"ssdbench: report failed ({type(exc).__name__}: {exc}); the results are "
-              f"saved, run `ssdbench report {root}` to retry", file=err)
-
-
-# ---- progress on stderr ----
 
 class StderrProgress:
     """At most one line a second per stage, plus every state change."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
-        self._last: dict[tuple[str, str], float] = {}
+        self._last: dict[tuple[str, str, str], float] = {}
         self._lock = threading.Lock()
 
     def __call__(self, ev: Progress) -> None:
-        key = (ev.run, ev.stage)
+        key = (ev.drive, ev.run, ev.stage)
         now = time.monotonic()
         with self._lock:
             if ev.state == "running" and now - self._last.get(key, -10.0) < 1.0:
@@ -158,29 +103,43 @@ class StderrProgress:
         print(" ".join(parts), file=self.out, flush=True)
 
 
-# ---- the command ----
-
-def _kinds(choice: str) -> list[str]:
-    return ["consistency", "trim"] if choice == "all" else [choice]
-
-
-def _check_target(host: Host, drive: Any, target: str | None) -> str:
-    if target is None:
-        return str(drive.path)
-    name = Path(target).name
-    if target == drive.path or host.fs.exists(f"/sys/class/block/{drive.name}/{name}"):
-        return target
-    raise _Refused(ExitCode.REFUSED,
-                   f"--target {target} is not {drive.path} or one of its partitions")
+def legacy_plan(choice: str, op: int | None) -> Plan:
+    """``--run`` as a plan with the review durations."""
+    op = op or 0
+    runs = {"consistency": (RunSpec("consistency", op),), "trim": (RunSpec("trim"),),
+            "all": (RunSpec("consistency", op), RunSpec("trim")),
+            "diagnose": (RunSpec("diagnose"),)}[choice]
+    if op and choice not in ("consistency", "all"):
+        raise PlanError(f"--op {op}: only consistency runs take extra over-provisioning")
+    if not 0 <= op <= 90:
+        raise PlanError(f"--op {op}: expected a percentage from 0 to 90")
+    return Plan(f"run-{choice}", f"--run {choice}", runs, RunParams(), "--run")
 
 
-def _tools(host: Host, params: RunParams) -> dict[str, Any]:
+def _plan(args: argparse.Namespace) -> Plan:
+    overrides: dict[str, object] = {}
+    if args.erase_fallback is not None:
+        overrides["erase_fallback"] = args.erase_fallback
+    if args.plan is not None:
+        if args.op is not None:
+            raise PlanError("--op goes with --run; a plan sets op_percent per run")
+        return build_plan(args.plan, config=args.config, sets=args.sets, overrides=overrides)
+    base = legacy_plan(args.run or "consistency", args.op)
+    from ssdbench.stages.params import ParamError, load_config, parse_set
+
     try:
-        fio = fio_version(host.runner)
-    except CommandError as exc:
-        raise _Refused(ExitCode.UNSUPPORTED, f"fio is not usable: {exc}") from None
-    kernel = (host.fs.read_text("/proc/sys/kernel/osrelease") or "").strip() or None
-    return {"ssdbench": __version__, "fio": fio, "kernel": kernel, "ioengine": params.ioengine}
+        if args.config is not None:
+            base = base.with_params(load_config(args.config), source=str(args.config))
+        base = base.with_params(parse_set(args.sets), source="--set")
+    except ParamError as exc:
+        raise PlanError(str(exc)) from None
+    return base.with_params(overrides, source="command line") if overrides else base
+
+
+def _consent_for(drive: Any, destroy: list[str]) -> str | None:
+    if drive.consent_id in destroy:
+        return str(drive.consent_id)
+    return destroy[0] if len(destroy) == 1 else None
 
 
 def main(args: argparse.Namespace, *, host: Host | None = None,
@@ -198,106 +157,99 @@ def main(args: argparse.Namespace, *, host: Host | None = None,
 
         previous = signal.signal(signal.SIGINT, on_sigint)
     try:
-        return _run(args, host or live_host(), err, cancel)
-    except _Refused as exc:
+        return _run(args, host, err, cancel)
+    except Refused as exc:
         print(f"ssdbench run: {exc}", file=err)
         return int(exc.code)
+    except (PlanError, JournalError) as exc:
+        print(f"ssdbench run: {exc}", file=err)
+        return int(ExitCode.USAGE if isinstance(exc, PlanError) else ExitCode.FAILURE)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
 
 
-def _run(args: argparse.Namespace, host: Host, err: TextIO, cancel: threading.Event) -> int:
-    try:
-        params = build_params(args.config, args.sets)
-        extra: dict[str, object] = {}
-        if args.op is not None:
-            extra["op_percent"] = args.op
-        if args.erase_fallback is not None:
-            extra["erase_fallback"] = args.erase_fallback
-        params = params.with_values(extra, source="command line")
-    except ParamError as exc:
-        raise _Refused(ExitCode.USAGE, str(exc)) from None
+def _results_root(args: argparse.Namespace, host: Host, err: TextIO) -> Path:
+    if args.results:
+        return Path(args.results)
+    from ssdbench.results.destination import find_destination
 
-    drive = locate_drive(host, args.drive)
-    kinds = _kinds(args.run)
-    destructive = kinds != ["diagnose"]
-    if destructive:
-        if drive.protected:
-            reasons = "; ".join(drive.protect_reasons) or "protected"
-            raise _Refused(ExitCode.REFUSED,
-                           f"{drive.path} is protected and is never written: {reasons}")
-        if args.destroy is None or args.destroy != drive.consent_id:
-            raise _Refused(
-                ExitCode.REFUSED,
-                f"refusing to write to {drive.path} ({drive.model}): --destroy must name "
-                "this drive's serial exactly (its kernel name when it has no serial; see "
-                "`ssdbench list`)",
-            )
-    target_path = _check_target(host, drive, args.target)
-    if params.op_percent and target_path == drive.path and destructive:
-        raise _Refused(ExitCode.USAGE,
-                       f"--op {params.op_percent}: creating the OP partition is not built yet; "
-                       "give the partition to test with --target PARTITION")
-    try:
-        target = resolve_target(host, target_path)
-    except StageFailed as exc:
-        raise _Refused(ExitCode.NO_SUCH_DRIVE, str(exc)) from None
+    dest = find_destination(host)
+    print(f"ssdbench: {dest.description}", file=err, flush=True)
+    return dest.results_dir
 
-    root = Path(args.results) if args.results else DEFAULT_RESULTS
-    started = datetime.now(UTC)
-    drive_dir = root / drive_dir_name(started, drive.model or "unknown",
-                                      drive.serial or drive.name)
-    drive_dir.mkdir(parents=True, exist_ok=True)
-    log_sink = CommandLogFile(drive_dir / "log.txt")
-    host.runner.add_sink(log_sink)
-    try:
-        tools = _tools(host, params)
-    except _Refused:
-        host.runner.remove_sink(log_sink)
-        raise
-    drive_json: dict[str, Any] = {"drive": drive.to_json(), "erases": [], "runs": []}
-    atomic.write_json(drive_dir / "drive.json", drive_json)
+
+def _jobs(args: argparse.Namespace, host: Host, root: Path | None) -> list[DriveJob]:
+    if args.resume and not args.drives:
+        if root is None or not (root / "state.json").exists():
+            raise Refused(ExitCode.USAGE, "--resume: no journal (state.json) in the results "
+                                          "folder; nothing to resume")
+        journal = Journal.open(root)
+        jobs = []
+        for key, entry in sorted(journal.unfinished().items()):
+            drive = engine.locate_drive(host, key)
+            plan = plan_from_json(entry["plan"])
+            jobs.append(DriveJob(drive, key, plan, resume=True))
+        if not jobs:
+            raise Refused(ExitCode.USAGE, f"--resume: every plan in {root / 'state.json'} "
+                                          "has finished; nothing to resume")
+        return jobs
+    if not args.drives:
+        raise Refused(ExitCode.USAGE, "name at least one DRIVE (or --resume)")
+    plan = _plan(args)
+    drives = [engine.locate_drive(host, spec) for spec in args.drives]
+    names = [d.name for d in drives]
+    if len(set(names)) != len(names):
+        raise Refused(ExitCode.USAGE, "a drive is named twice")
+    return [DriveJob(d, _consent_for(d, args.destroy), plan, resume=args.resume)
+            for d in drives]
+
+
+def _run(args: argparse.Namespace, given: Host | None, err: TextIO,
+         cancel: threading.Event) -> int:
+    host = given or live_host()
+    if args.drives and not args.resume:
+        jobs = _jobs(args, host, None)
+        for job in jobs:  # every drive is checked before any is touched
+            engine.check_consent(job.drive, job.plan, job.consent)
+        root = _results_root(args, host, err)
+    else:
+        root = _results_root(args, host, err)
+        jobs = _jobs(args, host, root)
+        for job in jobs:
+            engine.check_consent(job.drive, job.plan, job.consent)
+    journal = Journal.open(root) if any(j.plan.destructive for j in jobs) else None
     progress = (lambda _ev: None) if args.quiet else StderrProgress(err)
-    print(f"ssdbench: results in {drive_dir}", file=err, flush=True)
+    print(f"ssdbench: results in {root}", file=err, flush=True)
+    if len(jobs) == 1:
+        job = jobs[0]
+        outcomes = [engine.run_plan(host, job.drive, job.plan, results_root=root,
+                                    consent=job.consent, progress=progress, cancel=cancel,
+                                    journal=journal, resume=job.resume)]
+    else:
+        def factory() -> Host:
+            return given if given is not None else Host(SystemRunner(), host.fs)
 
-    states: list[str] = []
-    try:
-        for kind in kinds:
-            name = run_name(kind, params.op_percent if kind == "consistency" else 0)
-            run_dir = drive_dir / name
-            run_dir.mkdir(parents=True, exist_ok=True)
-            record = RunRecord.create(
-                run_dir, run=name, kind=kind,
-                drive={"name": drive.name, "path": drive.path, "model": drive.model,
-                       "serial": drive.serial, "firmware": drive.firmware,
-                       "size_bytes": drive.size_bytes},
-                target=target.record(params.op_percent if kind == "consistency" else 0),
-                params=params.as_record(), tools=tools,
-            )
-            ctx = RunContext(
-                host=host, run_dir=run_dir, drive_name=drive.name, run_name=name,
-                target=target, params=params, record=record, progress=progress,
-                cancel=cancel, secure_erase=secure_erase_hook(drive, root),
-            )
-            state = run_stages(ctx, stages_for(kind))
-            states.append(state)
-            if record.data.get("erase"):
-                drive_json["erases"].append({"run": name, **record.data["erase"]})
-            drive_json["runs"].append({"run": name, "state": state,
-                                       "error": record.data.get("error")})
-            atomic.write_json(drive_dir / "drive.json", drive_json)
-            print(f"ssdbench: {name}: {state}"
-                  + (f": {record.data['error']}" if record.data.get("error") else ""),
-                  file=err, flush=True)
-            if state != "done":
-                break
-    finally:
-        host.runner.remove_sink(log_sink)
-    render_reports(drive_dir, root, err)
+        outcomes = engine.run_plans(factory, jobs, results_root=root, progress=progress,
+                                    cancel=cancel, journal=journal, pin=not args.no_pin)
+    for problem in engine.finish(root):
+        print(f"ssdbench: {problem}", file=err)
+    return _summarise(outcomes, err)
+
+
+def _summarise(outcomes: list[DriveOutcome], err: TextIO) -> int:
+    for out in outcomes:
+        for run in out.runs:
+            kept = " (kept from before the restart)" if run.resumed else ""
+            print(f"ssdbench: {out.drive} {run.name}: {run.state}{kept}"
+                  + (f": {run.error}" if run.error else ""), file=err, flush=True)
+        for note in out.notes:
+            print(f"ssdbench: {out.drive}: {note}", file=err)
+        if out.drive_dir is not None:
+            print(str(out.drive_dir))
+    states = [o.state for o in outcomes]
     if "cancelled" in states:
         return int(ExitCode.INTERRUPTED)
     if any(s != "done" for s in states):
         return int(ExitCode.FAILURE)
-    print(str(drive_dir))
     return int(ExitCode.OK)

@@ -71,6 +71,12 @@ class RunContext:
     progress: ProgressCallback = ignore_progress
     cancel: threading.Event = field(default_factory=threading.Event)
     secure_erase: SecureErase | None = None
+    on_stage: Callable[[str, str], None] | None = None
+    """Called with (stage, state) at every stage transition (the journal)."""
+
+    def transition(self, stage: str, state: str) -> None:
+        if self.on_stage is not None:
+            self.on_stage(stage, state)
 
     def emit(self, stage: str, state: str, message: str = "", **values: Any) -> None:
         try:
@@ -97,26 +103,31 @@ def run_stages(ctx: RunContext, stages: Sequence[Stage]) -> str:
             ctx.record.finish("cancelled", "cancelled by the user")
             return "cancelled"
         ctx.record.stage_started(stage.name)
+        ctx.transition(stage.name, "running")
         ctx.emit(stage.name, "running", "started")
         try:
             stage.execute(ctx)
         except StageCancelled as exc:
             ctx.record.stage_finished(stage.name, "cancelled", str(exc) or None)
+            ctx.transition(stage.name, "cancelled")
             ctx.emit(stage.name, "cancelled", str(exc))
             ctx.record.finish("cancelled", "cancelled by the user")
             return "cancelled"
         except StageFailed as exc:
             ctx.record.stage_finished(stage.name, "failed", str(exc))
+            ctx.transition(stage.name, "failed")
             ctx.emit(stage.name, "failed", str(exc))
             ctx.record.finish("failed", f"stage {stage.name}: {exc}")
             return "failed"
         except Exception as exc:  # a bug or an unexpected tool error: still a failed run
             reason = f"{type(exc).__name__}: {exc}"
             ctx.record.stage_finished(stage.name, "failed", reason)
+            ctx.transition(stage.name, "failed")
             ctx.emit(stage.name, "failed", reason)
             ctx.record.finish("failed", f"stage {stage.name}: {reason}")
             return "failed"
         ctx.record.stage_finished(stage.name, "done")
+        ctx.transition(stage.name, "done")
         ctx.emit(stage.name, "done", "done")
     ctx.record.finish("done")
     return "done"

@@ -1,10 +1,11 @@
-"""The stage lists of each kind of run. The "op-partition" stage (issue 5) slots in
-between erase and fill: every stage after it targets ``ctx.target``, which it may replace."""
+"""The stage lists of each kind of run. The "partition" stage (OP) sits between erase and
+fill: every stage after it targets ``ctx.target``, which it may replace."""
 
 from __future__ import annotations
 
 from ssdbench.stages.base import Stage
 from ssdbench.stages.discard import EraseStage, TrimStage
+from ssdbench.stages.health import HealthStage
 from ssdbench.stages.measure import (
     fill_stage,
     probe_stage,
@@ -12,14 +13,15 @@ from ssdbench.stages.measure import (
     readscan_stage,
     torture_stage,
 )
+from ssdbench.stages.partition import PartitionStage
 
 KINDS = ("consistency", "trim", "diagnose")
 
 
-def consistency_stages(*, erase: bool = True) -> list[Stage]:
-    """erase → [op-partition] → fill → torture."""
+def consistency_stages(*, erase: bool = True, op_percent: int = 0) -> list[Stage]:
+    """erase → partition (OP table, or wipe a leftover one at 0%) → fill → torture."""
     stages: list[Stage] = [EraseStage()] if erase else []
-    return [*stages, fill_stage(), torture_stage("torture_seconds")]
+    return [*stages, PartitionStage(op_percent), fill_stage(), torture_stage("torture_seconds")]
 
 
 def trim_stages(*, erase: bool = True) -> list[Stage]:
@@ -37,13 +39,13 @@ def trim_stages(*, erase: bool = True) -> list[Stage]:
 
 
 def diagnose_stages() -> list[Stage]:
-    """Non-destructive: full-span sequential read, then 4 KiB random read (read-only)."""
-    return [readscan_stage(), randread_stage()]
+    """Non-destructive: health, full-span sequential read, 4 KiB random read, health."""
+    return [HealthStage("before"), readscan_stage(), randread_stage(), HealthStage("after")]
 
 
-def stages_for(kind: str, *, erase: bool = True) -> list[Stage]:
+def stages_for(kind: str, *, erase: bool = True, op_percent: int = 0) -> list[Stage]:
     if kind == "consistency":
-        return consistency_stages(erase=erase)
+        return consistency_stages(erase=erase, op_percent=op_percent)
     if kind == "trim":
         return trim_stages(erase=erase)
     if kind == "diagnose":

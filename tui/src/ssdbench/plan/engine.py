@@ -1,0 +1,512 @@
+"""The engine facade: "run this plan on these drives". The CLI, the TUI and kiosk mode call
+:func:`check_consent`, :func:`run_plan` / :func:`run_plans` and :func:`finish`; nothing else
+orchestrates runs.
+
+Safety is checked here, not in the front ends: a protected drive is refused, and a plan that
+writes needs ``consent == drive.consent_id``. ``run_plan`` raises :class:`Refused` before it
+writes anything; once the drive folder exists it never raises for a failed stage: the
+outcome says what happened (:class:`DriveOutcome`).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ssdbench import __version__
+from ssdbench.devices import Drive
+from ssdbench.exitcodes import ExitCode
+from ssdbench.fio.runner import fio_version
+from ssdbench.plan.journal import Journal
+from ssdbench.plan.plans import Plan, RunSpec
+from ssdbench.progress import Progress, ProgressCallback, ignore_progress
+from ssdbench.results import atomic
+from ssdbench.results.layout import RunRecord, drive_dir_name
+from ssdbench.stages.base import RunContext, SecureErase, StageFailed, resolve_target, run_stages
+from ssdbench.stages.params import RunParams
+from ssdbench.stages.plans import stages_for
+from ssdbench.system import (
+    CommandError,
+    CommandLogFile,
+    CommandSink,
+    Host,
+    Result,
+    Runner,
+    RunningProcess,
+)
+
+ERASE_JOURNAL = "erase-journal.json"
+_REPORT_LOCK = threading.Lock()  # matplotlib is not thread safe: one report at a time
+
+
+class Refused(Exception):
+    """Nothing was written: the drive is protected, consent is missing or wrong, the drive
+    is unknown or fio is unusable. ``code`` is the command line's exit code."""
+
+    def __init__(self, code: ExitCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    name: str
+    state: str  # done | failed | cancelled | skipped
+    error: str | None
+    run_dir: Path | None
+    resumed: bool = False  # finished before a power loss, kept as it was
+
+
+@dataclass(frozen=True)
+class DriveOutcome:
+    drive: str  # kernel name
+    consent_id: str
+    drive_dir: Path | None
+    runs: tuple[RunOutcome, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def state(self) -> str:
+        states = [r.state for r in self.runs]
+        for s in ("cancelled", "failed"):
+            if s in states:
+                return s
+        return "done" if states and all(s == "done" for s in states) else "failed"
+
+
+# ---- safety ----
+
+def check_consent(drive: Drive, plan: Plan, consent: str | None) -> None:
+    """Raise Refused unless ``plan`` may run on ``drive`` with this consent."""
+    if not plan.destructive:
+        return
+    if drive.protected:
+        reasons = "; ".join(drive.protect_reasons) or "protected"
+        raise Refused(ExitCode.REFUSED,
+                      f"{drive.path} is protected and is never written: {reasons}")
+    if consent is None or consent != drive.consent_id:
+        raise Refused(
+            ExitCode.REFUSED,
+            f"refusing to write to {drive.path} ({drive.model}): consent (--destroy, or "
+            "`destroy` in the kiosk config) must name this drive's serial exactly (its kernel name when it has no serial; see "
+            "`ssdbench list`)",
+        )
+
+
+def locate_drive(host: Host, spec: str) -> Drive:
+    """The discovered drive named by spec (path, kernel name or serial); Refused when unknown."""
+    from ssdbench.devices import DriveNotFound, discover, find_drive
+
+    try:
+        return find_drive(discover(host, include_all=True), spec)
+    except DriveNotFound as exc:
+        raise Refused(ExitCode.NO_SUCH_DRIVE, str(exc)) from None
+
+
+# ---- the erase room's secure erase ----
+
+def secure_erase_hook(drive: Drive, results_root: Path) -> SecureErase | None:
+    """The erase room's secure erase for this drive, or None (then erase_fallback applies).
+    Any exception inside it becomes StageFailed with the reason."""
+    try:
+        from ssdbench import erase
+    except ImportError:
+        return None
+    if not set(drive.erase_methods or ()) & set(erase.SECURE_METHODS):
+        return None
+    hook = erase.stage_hook(
+        erase.target_from_drive(drive),
+        journal=erase.JsonPasswordJournal(results_root / ERASE_JOURNAL),
+    )
+
+    def run(ctx: RunContext) -> Mapping[str, Any]:
+        try:
+            return hook(ctx)
+        except erase.EraseError as exc:
+            raise StageFailed(f"secure erase failed: {exc}") from exc
+        except StageFailed:
+            raise
+        except Exception as exc:
+            raise StageFailed(f"secure erase failed: {type(exc).__name__}: {exc}") from exc
+
+    return run
+
+
+def recover_password(host: Host, drive: Drive, results_root: Path) -> list[str]:
+    """Remove an ATA password an interrupted erase left (the erase room's journal)."""
+    try:
+        from ssdbench import erase
+    except ImportError:
+        return []
+    if drive.ata_security is None:
+        return []
+    journal = erase.JsonPasswordJournal(results_root / ERASE_JOURNAL)
+    return erase.recover_leftover_password(host, erase.target_from_drive(drive), journal)
+
+
+# ---- CPU pinning: each drive's fio on its own CPU ----
+
+def cpu_list() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
+
+
+class PinnedRunner:
+    """A Runner that starts fio under ``taskset -c CPU`` (taskset execs fio: same pid)."""
+
+    def __init__(self, inner: Runner, cpu: int) -> None:
+        self.inner = inner
+        self.cpu = cpu
+
+    def run(self, argv: Sequence[str], *, ok_codes: Sequence[int] = (0,),
+            timeout: float | None = 60.0, env: Mapping[str, str] | None = None) -> Result:
+        return self.inner.run(argv, ok_codes=ok_codes, timeout=timeout, env=env)
+
+    def stream(self, argv: Sequence[str], *, ok_codes: Sequence[int] = (0,),
+               env: Mapping[str, str] | None = None,
+               cwd: str | Path | None = None) -> RunningProcess:
+        if argv and os.path.basename(argv[0]) == "fio":
+            argv = ["taskset", "-c", str(self.cpu), *argv]
+        return self.inner.stream(argv, ok_codes=ok_codes, env=env, cwd=cwd)
+
+    def add_sink(self, sink: CommandSink) -> None:
+        self.inner.add_sink(sink)
+
+    def remove_sink(self, sink: CommandSink) -> None:
+        self.inner.remove_sink(sink)
+
+
+# ---- reports ----
+
+def render_drive_report(drive_dir: Path) -> str | None:
+    """The report room's summary/charts/HTML for one drive; a problem as text, never raised."""
+    try:
+        from ssdbench.report import render_drive
+    except ImportError:
+        return (f"the report module is not in this build; run `ssdbench report "
+                f"{drive_dir.parent}` later")
+    try:
+        with _REPORT_LOCK:
+            render_drive(drive_dir)
+    except Exception as exc:  # the measurements are saved; a report bug must not hide that
+        return (f"report failed ({type(exc).__name__}: {exc}); the results are saved, run "
+                f"`ssdbench report {drive_dir.parent}` to retry")
+    return None
+
+
+def finish(results_root: Path) -> list[str]:
+    """After every drive: index.html and summary.csv of the results root; problems."""
+    try:
+        from ssdbench.report import render_index
+    except ImportError:
+        return []
+    try:
+        with _REPORT_LOCK:
+            if results_root.is_dir():
+                render_index(results_root)
+    except Exception as exc:
+        return [f"index failed ({type(exc).__name__}: {exc}); run `ssdbench report "
+                f"{results_root}` to retry"]
+    return []
+
+
+# ---- running a plan ----
+
+def tools_record(host: Host, params: RunParams) -> dict[str, Any]:
+    try:
+        fio = fio_version(host.runner)
+    except CommandError as exc:
+        raise Refused(ExitCode.UNSUPPORTED, f"fio is not usable: {exc}") from None
+    kernel = (host.fs.read_text("/proc/sys/kernel/osrelease") or "").strip() or None
+    return {"ssdbench": __version__, "fio": fio, "kernel": kernel, "ioengine": params.ioengine}
+
+
+def _drive_record(drive: Drive) -> dict[str, Any]:
+    return {"name": drive.name, "path": drive.path, "model": drive.model,
+            "serial": drive.serial, "firmware": drive.firmware, "size_bytes": drive.size_bytes}
+
+
+def _set_aside(run_dir: Path, reason: str) -> Path:
+    """An unfinished run folder from before a power loss or Ctrl-C: its run.json says
+    "interrupted" (unless it already says cancelled/failed) and the folder becomes
+    ``<run>-interrupted-<n>`` so the redone run gets a clean folder. Both are reported."""
+    record_path = run_dir / "run.json"
+    label = "interrupted"
+    try:
+        import json
+
+        data = json.loads(record_path.read_text(encoding="utf-8"))
+        if data.get("state") == "running":
+            data["state"] = "interrupted"
+            running = [s["name"] for s in data.get("stages", []) if s.get("state") == "running"]
+            for s in data.get("stages", []):
+                if s.get("state") in ("running", "pending"):
+                    s["state"] = "interrupted" if s.get("state") == "running" else "skipped"
+            data["error"] = (f"interrupted during stage {running[0] if running else '?'} "
+                             f"({reason}); the run was redone from its erase")
+            atomic.write_json(record_path, data)
+        elif data.get("state") in ("cancelled", "failed"):
+            label = str(data["state"])
+    except (OSError, ValueError):
+        pass
+    n = 1
+    while (dest := run_dir.with_name(f"{run_dir.name}-{label}-{n}")).exists():
+        n += 1
+    run_dir.rename(dest)
+    atomic.fsync_dir(run_dir.parent)
+    return dest
+
+
+@dataclass
+class _DriveRun:
+    host: Host
+    drive: Drive
+    plan: Plan
+    root: Path
+    progress: ProgressCallback
+    cancel: threading.Event
+    journal: Journal | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return self.drive.consent_id
+
+    def journal_call(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except OSError as exc:  # a journal that cannot be written must not stop the test
+            self.notes.append(f"journal not updated: {exc}")
+
+
+def run_plan(
+    host: Host,
+    drive: Drive,
+    plan: Plan,
+    *,
+    results_root: Path,
+    consent: str | None,
+    progress: ProgressCallback = ignore_progress,
+    cancel: threading.Event | None = None,
+    journal: Journal | None = None,
+    resume: bool = False,
+    cpu: int | None = None,
+) -> DriveOutcome:
+    """Every run of ``plan`` on ``drive``, one after the other (each from its own erase).
+
+    With ``journal`` every transition goes to state.json; with ``resume`` an unfinished
+    journal entry for this drive is continued: finished runs are kept, the interrupted one
+    is set aside (run.json "interrupted") and redone from its erase.
+    """
+    check_consent(drive, plan, consent)
+    cancel = cancel or threading.Event()
+    if cpu is not None:
+        host = Host(PinnedRunner(host.runner, cpu), host.fs)
+    tools = tools_record(host, plan.params)
+    resolve = _resolve(host, drive.path)
+
+    ctx = _DriveRun(host, drive, plan, Path(results_root), progress, cancel, journal)
+    entry = journal.entry(ctx.key) if (journal is not None and resume) else None
+    if entry is not None and entry.get("state") in ("done", "failed"):
+        entry = None
+    drive_dir: Path | None = None
+    if entry is not None and (ctx.root / str(entry.get("drive_dir"))).is_dir():
+        drive_dir = ctx.root / str(entry["drive_dir"])
+    else:
+        entry = None
+    if drive_dir is None:
+        drive_dir = ctx.root / drive_dir_name(datetime.now(UTC), drive.model or "unknown",
+                                              drive.serial or drive.name)
+    drive_dir.mkdir(parents=True, exist_ok=True)
+    log_sink = CommandLogFile(drive_dir / "log.txt")
+    host.runner.add_sink(log_sink)
+    try:
+        outcomes = _run_all(ctx, drive_dir, entry, tools, resolve)
+    finally:
+        host.runner.remove_sink(log_sink)
+    problem = render_drive_report(drive_dir)
+    if problem:
+        ctx.notes.append(problem)
+    return DriveOutcome(drive.name, drive.consent_id, drive_dir, tuple(outcomes),
+                        tuple(ctx.notes))
+
+
+def _resolve(host: Host, path: str) -> Callable[[], Any]:
+    def resolve() -> Any:
+        return resolve_target(host, path)
+
+    try:
+        resolve()
+    except StageFailed as exc:
+        raise Refused(ExitCode.NO_SUCH_DRIVE, str(exc)) from None
+    return resolve
+
+
+def _load_drive_json(path: Path, drive: Drive) -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("runs"), list):
+            data["drive"] = drive.to_json()
+            data.setdefault("erases", [])
+            return data
+    except (OSError, ValueError):
+        pass
+    return {"drive": drive.to_json(), "erases": [], "runs": []}
+
+
+def _run_all(ctx: _DriveRun, drive_dir: Path, entry: dict[str, Any] | None,
+             tools: dict[str, Any], resolve: Callable[[], Any]) -> list[RunOutcome]:
+    drive, plan, journal, key = ctx.drive, ctx.plan, ctx.journal, ctx.key
+    drive_json = _load_drive_json(drive_dir / "drive.json", drive)
+    atomic.write_json(drive_dir / "drive.json", drive_json)
+    if journal is not None:
+        if entry is None:
+            ctx.journal_call(lambda: journal.start_drive(
+                key, drive=drive.name, model=drive.model, serial=drive.serial,
+                drive_dir=drive_dir.name, plan=plan.to_json()))
+        else:
+            ctx.journal_call(lambda: journal.resume_drive(key, drive.name))
+    if entry is not None:
+        try:
+            ctx.notes.extend(recover_password(ctx.host, drive, ctx.root))
+        except Exception as exc:
+            ctx.notes.append(f"leftover ATA password not removed: {exc}")
+    recorded_runs: dict[str, Any] = (entry or {}).get("runs") or {}
+    outcomes: list[RunOutcome] = []
+    for spec in plan.runs:
+        run_dir = drive_dir / spec.name
+        prior = recorded_runs.get(spec.name) or {}
+        if prior.get("state") == "done" and (run_dir / "run.json").is_file():
+            outcomes.append(RunOutcome(spec.name, "done", None, run_dir, resumed=True))
+            ctx.progress(Progress(drive.name, spec.name, "-", "done",
+                                  message="finished before the restart; kept"))
+            continue
+        if ctx.cancel.is_set():
+            outcomes.append(RunOutcome(spec.name, "skipped", "cancelled by the user", None))
+            continue
+        if run_dir.exists():
+            aside = _set_aside(run_dir, "power loss or crash" if prior.get("state") == "running"
+                               else "an earlier attempt")
+            ctx.notes.append(f"{spec.name}: the unfinished earlier attempt is kept in "
+                             f"{aside.name}; redone from its erase")
+            drive_json["runs"].append({"run": aside.name, "state": "interrupted",
+                                       "error": "set aside on resume"})
+        outcomes.append(_one_run(ctx, drive_dir, spec, tools=tools, resolve=resolve,
+                                 drive_json=drive_json))
+    if journal is not None:
+        final = DriveOutcome(drive.name, key, drive_dir, tuple(outcomes)).state
+        ctx.journal_call(lambda: journal.finish_drive(key, final))
+    return outcomes
+
+
+def _one_run(ctx: _DriveRun, drive_dir: Path, spec: RunSpec, *, tools: dict[str, Any],
+             resolve: Callable[[], Any], drive_json: dict[str, Any]) -> RunOutcome:
+    drive, journal, key = ctx.drive, ctx.journal, ctx.key
+    params = ctx.plan.params_for(spec)
+    run_dir = drive_dir / spec.name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        target = resolve()
+    except StageFailed as exc:  # the drive disappeared
+        return RunOutcome(spec.name, "failed", str(exc), None)
+    record = RunRecord.create(
+        run_dir, run=spec.name, kind=spec.kind, drive=_drive_record(drive),
+        target=target.record(spec.op_percent), params=params.as_record(), tools=tools)
+    record.set("plan", {"name": ctx.plan.name, "source": ctx.plan.source})
+
+    def on_stage(stage: str, state: str) -> None:
+        if journal is not None:
+            ctx.journal_call(lambda: journal.stage_state(key, spec.name, stage, state))
+
+    if journal is not None:
+        ctx.journal_call(lambda: journal.run_state(key, spec.name, "running"))
+    run_ctx = RunContext(
+        host=ctx.host, run_dir=run_dir, drive_name=drive.name, run_name=spec.name,
+        target=target, params=params, record=record, progress=ctx.progress,
+        cancel=ctx.cancel, secure_erase=secure_erase_hook(drive, ctx.root), on_stage=on_stage,
+    )
+    state = run_stages(run_ctx, stages_for(spec.kind, op_percent=spec.op_percent))
+    error = record.data.get("error")
+    if journal is not None:
+        ctx.journal_call(lambda: journal.run_state(key, spec.name, state))
+    if record.data.get("erase"):
+        drive_json["erases"].append({"run": spec.name, **record.data["erase"]})
+    drive_json["runs"].append({"run": spec.name, "state": state, "error": error})
+    atomic.write_json(drive_dir / "drive.json", drive_json)
+    return RunOutcome(spec.name, state, error, run_dir)
+
+
+# ---- several drives at once ----
+
+@dataclass(frozen=True)
+class DriveJob:
+    drive: Drive
+    consent: str | None
+    plan: Plan
+    resume: bool = False
+
+
+def run_plans(
+    host_factory: Callable[[], Host],
+    jobs: Sequence[DriveJob],
+    *,
+    results_root: Path,
+    progress: ProgressCallback = ignore_progress,
+    cancel: threading.Event | None = None,
+    journal: Journal | None = None,
+    pin: bool = True,
+) -> list[DriveOutcome]:
+    """One thread per drive; a drive that fails, is refused or disappears does not stop the
+    others. Each drive gets its own Host (so its log.txt sees only its commands) and, with
+    ``pin``, its fio on its own CPU (round-robin). Outcomes in the order of ``jobs``."""
+    cancel = cancel or threading.Event()
+    cpus = cpu_list()
+    outcomes: list[DriveOutcome | None] = [None] * len(jobs)
+
+    def work(i: int, job: DriveJob) -> None:
+        cpu = cpus[i % len(cpus)] if pin and len(jobs) > 1 else None
+        try:
+            outcomes[i] = run_plan(
+                host_factory(), job.drive, job.plan, results_root=results_root,
+                consent=job.consent, progress=progress, cancel=cancel, journal=journal,
+                resume=job.resume, cpu=cpu)
+        except Refused as exc:
+            outcomes[i] = DriveOutcome(job.drive.name, job.drive.consent_id, None,
+                                       (RunOutcome("-", "failed", str(exc), None),))
+        except Exception as exc:  # a bug on one drive must not stop the others
+            outcomes[i] = DriveOutcome(
+                job.drive.name, job.drive.consent_id, None,
+                (RunOutcome("-", "failed", f"{type(exc).__name__}: {exc}", None),))
+
+    threads = [threading.Thread(target=work, args=(i, job), name=f"drive-{job.drive.name}",
+                                daemon=True) for i, job in enumerate(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(0.5)  # a timed join keeps the main thread responsive to signals
+    return [o for o in outcomes if o is not None]
+
+
+def describe_plan(plan: Plan) -> list[str]:
+    """Human lines: each run and its stages (``--dry-run``)."""
+    lines = [f"plan {plan.name}: {plan.description}"]
+    for spec in plan.runs:
+        names = [s.name for s in stages_for(spec.kind, op_percent=spec.op_percent)]
+        lines.append(f"  {spec.name}: {' → '.join(names)}")
+    p = plan.params
+    lines.append("  " + shlex.join([f"torture_seconds={p.torture_seconds}",
+                                     f"trim_torture_seconds={p.trim_torture_seconds}",
+                                     f"probe_gib={p.probe_gib}",
+                                     f"erase_fallback={p.erase_fallback}"]))
+    return lines

@@ -1,0 +1,44 @@
+"""Diagnose: a health snapshot (``smartctl -j -x``) before and after the read tests.
+
+Read-only. A drive smartctl cannot read (a loop device, a USB bridge without SAT) is
+recorded as unavailable with the reason; that never fails the diagnosis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ssdbench.devices.smart import SMARTCTL_FATAL_BITS, SMARTCTL_OK_CODES, parse_smartctl_json
+from ssdbench.stages.base import RunContext
+from ssdbench.system import CommandError
+
+
+@dataclass
+class HealthStage:
+    phase: str  # "before" | "after"
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        self.name = self.name or f"health-{self.phase}"
+
+    def execute(self, ctx: RunContext) -> None:
+        snapshot: dict[str, Any]
+        try:
+            result = ctx.host.runner.run(["smartctl", "-j", "-x", ctx.target.path],
+                                         ok_codes=SMARTCTL_OK_CODES, timeout=120)
+            smart, _identity = parse_smartctl_json(result.text)
+            if smart.exit_status & SMARTCTL_FATAL_BITS:
+                why = "; ".join(smart.messages) or f"exit status {smart.exit_status}"
+                snapshot = {"available": False, "reason": f"smartctl could not read: {why}"}
+            else:
+                snapshot = {"available": True, **smart.to_json()}
+        except CommandError as exc:
+            snapshot = {"available": False, "reason": f"smartctl failed: {exc}"}
+        except ValueError as exc:
+            snapshot = {"available": False, "reason": f"smartctl output not understood: {exc}"}
+        health = dict(ctx.record.data.get("health") or {})
+        health[self.phase] = snapshot
+        ctx.record.set("health", health)
+        if not snapshot["available"]:
+            ctx.emit(self.name, "running", str(snapshot["reason"]))
