@@ -94,8 +94,8 @@ def check_consent(drive: Drive, plan: Plan, consent: str | None) -> None:
         raise Refused(
             ExitCode.REFUSED,
             f"refusing to write to {drive.path} ({drive.model}): consent (--destroy, or "
-            "`destroy` in the kiosk config) must name this drive's serial exactly (its kernel name when it has no serial; see "
-            "`ssdbench list`)",
+            "`destroy` in the kiosk config) must name this drive's serial exactly (its "
+            "kernel name when it has no serial; see `ssdbench list`)",
         )
 
 
