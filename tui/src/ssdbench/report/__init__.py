@@ -109,7 +109,7 @@ def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
             _warn(f"{rd}: could not be analysed: {exc!r}")
     identity, document, id_problems = drive_identity(drive_dir, [d for d, _ in loaded])
     problems[:0] = id_problems
-    model = str(identity.get("model") or drive_dir.name)
+    model = html.drive_label(identity, drive_dir.name)
     sections: list[str] = []
     written: list[Path] = []
     for data, run in loaded:

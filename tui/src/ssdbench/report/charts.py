@@ -289,8 +289,18 @@ def trim_chart(means: dict[str, float], series: dict[str, tuple[FloatArray, Floa
     ax.set_title("probe means", fontsize=13)
     ax2 = axes[0, 1]
     for phase, (t, y) in series.items():
+        # markers: a probe shorter than two seconds is one point, not an invisible line
         ax2.plot(t, y, color=PHASE_COLOURS.get(phase, "#333333"), linewidth=1.4,
+                 marker="o", markersize=4 if len(t) < 30 else 0,
                  label=PHASE_LABELS.get(phase, phase))
+    if not any(len(t) for t, _ in series.values()):
+        ax2.text(0.5, 0.5, "no per-second samples\n(each probe took less than a second)",
+                 transform=ax2.transAxes, ha="center", va="center", fontsize=12,
+                 color="#555555")
+    elif max(len(t) for t, _ in series.values()) < 2:
+        ax2.set_xlim(-0.5, 1.5)
+        ax2.text(0.5, 0.92, "each probe took under two seconds: one sample each",
+                 transform=ax2.transAxes, ha="center", fontsize=11, color="#555555")
     ax2.set_ylim(0, top)
     ax2.set_xlabel("Time (s)", fontsize=12)
     ax2.set_ylabel("Write throughput (MiB/s)", fontsize=12)

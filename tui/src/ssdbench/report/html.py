@@ -206,7 +206,7 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
            f"{esc(op)}</span> {badge(run.state)}</h2>")
     out += problems_html(run.problems)
     out += kv_table([("started", meta.get("started")), ("finished", meta.get("finished")),
-                     ("target", Markup(esc(json.dumps(meta.get("target")))))])
+                     ("target", target_text(meta.get("target")))])
     out += _stats_rows(run) + _fill_html(run) + _trim_html(run, meta)
     for chart in charts:
         out += img(chart, rel, f"{run.run}: {chart.name}")
@@ -232,10 +232,37 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
     return out
 
 
+def drive_label(identity: dict[str, Any], fallback: str) -> str:
+    """What to call a drive in titles: its model, else its kernel name and transport
+    (a loop device or a virtual disk has no model), else the folder name."""
+    model = str(identity.get("model") or "").strip()
+    if model:
+        return model
+    name = str(identity.get("name") or "").strip()
+    if name:
+        transport = str(identity.get("transport") or "").strip()
+        return f"{name} ({transport} device)" if transport else name
+    return fallback
+
+
+def target_text(target: Any) -> str:
+    """run.json's target as one readable line: path, span, OP."""
+    if not isinstance(target, dict):
+        return "" if target is None else str(target)
+    parts = [str(target.get("path", "?"))]
+    span = target.get("span_bytes")
+    if isinstance(span, int | float):
+        parts.append(f"span {span / 2**30:.2f} GiB ({int(span):,} bytes)")
+    op = target.get("op_percent")
+    if isinstance(op, int | float):
+        parts.append(f"{op:g}% extra over-provisioning")
+    return ", ".join(parts)
+
+
 def drive_page(identity: dict[str, Any], document: dict[str, Any], drive_dir_name: str, *,
                sections: Sequence[str], runs: Sequence[RunAnalysis],
                problems: Sequence[str]) -> str:
-    model = identity.get("model") or "unknown drive"
+    model = drive_label(identity, "unknown drive")
     title = f"{model} {identity.get('serial') or ''}".strip()
     body = f"<h1>{esc(title)}</h1><p class=\"small\">{esc(drive_dir_name)}</p>"
     body += problems_html(problems)
@@ -277,7 +304,7 @@ def index_page(rows: Sequence[dict[str, str]], drive_links: Sequence[tuple[str, 
     def cell(r: dict[str, str], c: str) -> Any:
         if c == "model":
             link = f"{href(r['drive_dir'])}/report.html#{esc(r['run'])}"
-            return Markup(f"<a href=\"{link}\">{esc(r['model'])}</a>")
+            return Markup(f"<a href=\"{link}\">{esc(r['model'] or r['drive_dir'])}</a>")
         if c in ("trim_verdict", "run_state") and r[c]:
             return badge(r[c])
         return r[c]
