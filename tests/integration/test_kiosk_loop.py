@@ -1,0 +1,127 @@
+"""`ssdbench kiosk` on two loop devices with a config file: only the drive `destroy` names
+is written; a bad config exits 2 and writes nothing (checksums before/after)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ssdbench.exitcodes import ExitCode
+from tests.conftest import REPO, require_root
+
+MIB = 2**20
+
+
+@pytest.fixture
+def loops() -> Iterator[list[str]]:
+    """Two 24 MiB loop devices on /dev/shm filled with a pattern (so writes show)."""
+    require_root()
+    folder = Path(tempfile.mkdtemp(prefix="ssdbench-kiosk-", dir="/dev/shm"))
+    devs: list[str] = []
+    try:
+        for i in range(2):
+            image = folder / f"disk{i}.img"
+            image.write_bytes(bytes([0x5A + i]) * (24 * MIB))
+            devs.append(subprocess.run(["losetup", "-f", "--show", str(image)], check=True,
+                                       capture_output=True, text=True).stdout.strip())
+        yield devs
+    finally:
+        for dev in devs:
+            subprocess.run(["losetup", "-d", dev], check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def digest(dev: str) -> str:
+    h = hashlib.sha256()
+    with open(dev, "rb") as f:
+        while chunk := f.read(4 * MIB):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def kiosk(config: Path, results: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ssdbench", "kiosk", "--config", str(config), "--results",
+         str(results), "--include-all", "--no-power", *extra],
+        capture_output=True, text=True, cwd=REPO, timeout=600,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"))
+
+
+def write_config(path: Path, names: list[str], destroy: list[str], extra: str = "") -> Path:
+    path.write_text(
+        'plan = "trim"\n'
+        f"select = {json.dumps(['serial:' + n for n in names])}\n"
+        f"destroy = {json.dumps(destroy)}\n"
+        'on_finish = "poweroff"\n'  # --no-power: the test machine stays up
+        f"{extra}"
+        "[params]\n"
+        'erase_fallback = "discard"\n'
+        "trim_torture_seconds = 2\n"
+        "probe_gib = 0.00390625\n"  # 4 MiB
+    )
+    return path
+
+
+def test_kiosk_runs_only_the_drive_destroy_names(loops: list[str], tmp_path: Path) -> None:
+    names = [os.path.basename(d) for d in loops]
+    before_other = digest(loops[1])
+    config = write_config(tmp_path / "ssdbench.toml", names, [names[0]])
+    results = tmp_path / "results"
+
+    dry = kiosk(config, results, "--dry-run")
+    assert dry.returncode == ExitCode.OK, dry.stderr
+    assert f"would run trim on {loops[0]}" in dry.stdout
+    assert loops[1] not in dry.stdout.split("skipped")[0] or "skipped" in dry.stdout
+    assert not results.exists() or not any(results.iterdir())
+
+    done = kiosk(config, results)
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+    out = done.stdout
+    assert f"{names[1]} (? {names[1]}) skipped: not named in `destroy`" in out
+    for stage in ("erase", "probe-clean", "fill", "torture", "trim", "probe-after_trim"):
+        assert f"ssdbench: {names[0]} trim {stage} done" in out, out
+    assert f"ssdbench: {names[0]} trim probe-clean done " in out and " MiB/s" in out
+    assert f"ssdbench: {names[0]} ({names[0]}): done: trim done" in out
+    assert digest(loops[1]) == before_other  # never touched
+    drive_dirs = [p for p in results.iterdir() if p.is_dir()]
+    assert len(drive_dirs) == 1 and drive_dirs[0].name.endswith(names[0])
+    record = json.loads((drive_dirs[0] / "trim" / "run.json").read_text())
+    assert record["state"] == "done" and record["params"]["trim_torture_seconds"] == 2
+    state = json.loads((results / "state.json").read_text())
+    assert state["drives"][names[0]]["state"] == "done"
+
+    again = kiosk(config, results)  # a reboot after the end: the journal says done
+    assert again.returncode == ExitCode.OK
+    assert "already finished (done)" in again.stdout
+    assert len([p for p in results.iterdir() if p.is_dir()]) == 1
+
+
+@pytest.mark.parametrize(("text", "key"), [
+    ("destroy = 3\n", "`destroy`"),
+    ('[params]\ntorture_seconds = "soon"\n', "torture_seconds"),
+    ("colour = 1\n", "`colour`"),
+])
+def test_bad_config_exits_2_and_writes_nothing(loops: list[str], tmp_path: Path, text: str,
+                                               key: str) -> None:
+    names = [os.path.basename(d) for d in loops]
+    before = [digest(d) for d in loops]
+    config = tmp_path / "ssdbench.toml"
+    config.write_text('plan = "trim"\n'
+                      f"select = {json.dumps(['serial:' + n for n in names])}\n"
+                      + ("" if text.startswith("destroy") else "destroy = \"all-eligible\"\n")
+                      + text)
+    results = tmp_path / "results"
+    bad = kiosk(config, results)
+    assert bad.returncode == ExitCode.USAGE, bad.stdout + bad.stderr
+    assert key in bad.stderr and "nothing was erased or written" in bad.stderr
+    assert [digest(d) for d in loops] == before
+    assert not results.exists()

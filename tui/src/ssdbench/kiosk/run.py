@@ -1,0 +1,293 @@
+"""Kiosk mode: boot, find the stick and the config, test the chosen drives, power off.
+
+Order: results destination (the SSDRESULTS stick, else RAM) → config (kiosk.config search
+order) → validation (a bad config stops here: a message naming the key, exit 2, nothing
+written) → discovery → choice (``select``/``destroy``; protected never) → the journal
+decides (finished plans are not redone, unfinished ones are resumed) → every chosen drive
+at once → summary → results flushed (and copied from RAM to a stick that appeared) →
+``on_finish``.
+
+The serial console gets ONE plain line per event (``ssdbench: nvme0n1 trim probe-clean done
+312.4 MiB/s``); on a tty a rich full-screen table shows the drives live as well. Textual is
+never imported here.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ssdbench.devices import Drive
+from ssdbench.exitcodes import ExitCode
+from ssdbench.kiosk.config import ConfigError, KioskConfig, choose_drives, find_config, load_config
+from ssdbench.plan import engine
+from ssdbench.plan.engine import DriveJob, DriveOutcome
+from ssdbench.plan.journal import Journal, JournalError
+from ssdbench.plan.plans import Plan, PlanError, build_plan, plan_from_json
+from ssdbench.progress import Progress
+from ssdbench.system import CommandError, Host, SystemRunner
+
+
+@dataclass(frozen=True)
+class KioskOptions:
+    config: Path | None = None
+    results: Path | None = None  # the folder holding the drive folders; default: the stick
+    dry_run: bool = False
+    include_all: bool = False  # also loop/virtual devices (tests, demos)
+    no_power: bool = False  # never power off/reboot (tests)
+
+
+class EventLines:
+    """One plain line per state change; running updates only feed the stage's mean rate."""
+
+    def __init__(self, out: TextIO, echo: Callable[[str], None] | None = None) -> None:
+        self.out = out
+        self.echo = echo
+        self._lock = threading.Lock()
+        self._rates: dict[tuple[str, str, str], list[float]] = {}
+        self._iops: dict[tuple[str, str, str], list[float]] = {}
+        self._result: dict[tuple[str, str, str], Progress] = {}
+        self.latest: dict[str, Progress] = {}
+
+    def __call__(self, ev: Progress) -> None:
+        key = (ev.drive, ev.run, ev.stage)
+        with self._lock:
+            self.latest[ev.drive] = ev
+            if ev.state == "running" and ev.message == "result":
+                self._result[key] = ev
+                return
+            if ev.state == "running":
+                if ev.mib_s is not None:
+                    self._rates.setdefault(key, []).append(ev.mib_s)
+                if ev.iops is not None:
+                    self._iops.setdefault(key, []).append(ev.iops)
+                if ev.message != "started":
+                    return
+                line = f"ssdbench: {ev.drive} {ev.run} {ev.stage} started"
+            else:
+                line = f"ssdbench: {ev.drive} {ev.run} {ev.stage} {ev.state}"
+                rates = self._rates.pop(key, [])
+                iops = self._iops.pop(key, [])
+                result = self._result.pop(key, None)
+                if result is not None:  # the stage's own mean beats the mean of samples
+                    rates = [result.mib_s] if result.mib_s is not None else rates
+                    iops = [result.iops] if result.iops is not None else iops
+                if ev.state == "done" and ev.stage.startswith(("torture", "randread")) and iops:
+                    line += f" {sum(iops) / len(iops):,.0f} IOPS"
+                elif ev.state == "done" and rates:
+                    line += f" {sum(rates) / len(rates):.1f} MiB/s"
+                if ev.message and ev.message not in ("done", ev.state):
+                    line += f": {ev.message}"
+        self.say(line)
+
+    def say(self, line: str) -> None:
+        if self.echo is not None:
+            self.echo(line)
+        else:
+            print(line, file=self.out, flush=True)
+
+
+@dataclass
+class Screen:
+    """The rich full-screen view (tty only): one row per drive, refreshed twice a second."""
+
+    out: TextIO
+    lines: EventLines | None = None
+    _live: Any = None
+    rows: dict[str, str] = field(default_factory=dict)
+
+    def __enter__(self) -> Screen:
+        from rich.console import Console
+        from rich.live import Live
+
+        console = Console(file=self.out)
+        self._live = Live(self._table(), console=console, refresh_per_second=2, screen=False,
+                          get_renderable=self._table)
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+
+    def echo(self, line: str) -> None:
+        if self._live is not None:
+            self._live.console.print(line, markup=False, highlight=False)
+
+    def _table(self) -> Any:
+        from rich.table import Table
+
+        table = Table(title="ssdbench kiosk", expand=True)
+        for col in ("drive", "run", "stage", "state", "progress", "IOPS", "MiB/s", "ETA"):
+            table.add_column(col)
+        latest = dict(self.lines.latest) if self.lines is not None else {}
+        for name, ev in sorted(latest.items()):
+            eta = "" if ev.eta_s is None else f"{int(ev.eta_s) // 60}:{int(ev.eta_s) % 60:02d}"
+            table.add_row(name, ev.run, ev.stage, ev.state,
+                          "" if ev.fraction is None else f"{ev.fraction * 100:.1f}%",
+                          "" if ev.iops is None else f"{ev.iops:,.0f}",
+                          "" if ev.mib_s is None else f"{ev.mib_s:,.1f}", eta)
+        return table
+
+
+def _bad_config(message: str, out: TextIO, err: TextIO) -> int:
+    print(f"ssdbench kiosk: {message}", file=err, flush=True)
+    print("ssdbench kiosk: nothing was erased or written; fix the config and reboot",
+          file=err, flush=True)
+    if out.isatty():
+        from rich.console import Console
+        from rich.panel import Panel
+
+        Console(file=out).print(Panel(
+            f"{message}\n\nNothing was erased or written. Fix the config and reboot.",
+            title="ssdbench kiosk: bad config", style="bold red"))
+    return int(ExitCode.USAGE)
+
+
+def _plan_for(config: KioskConfig) -> Plan:
+    try:
+        return build_plan(config.plan, overrides=dict(config.params))
+    except PlanError as exc:
+        raise ConfigError(config.source, "params", str(exc)) from None
+
+
+def power(host: Host, action: str, err: TextIO) -> None:
+    """poweroff -f / reboot -f, else busybox's."""
+    for argv in ([action, "-f"], ["busybox", action, "-f"]):
+        try:
+            host.runner.run(argv, timeout=60)
+            return
+        except CommandError as exc:
+            print(f"ssdbench kiosk: {' '.join(argv)} failed: {exc}", file=err, flush=True)
+
+
+def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
+              cancel: threading.Event | None = None) -> int:
+    cancel = cancel or threading.Event()
+    from ssdbench.results.destination import copy_pending, find_destination, sync_destination
+
+    dest = None
+    if opts.results is None:
+        dest = find_destination(host)
+        root = dest.results_dir
+        print(f"ssdbench: {dest.description}", file=out, flush=True)
+    else:
+        root = opts.results
+    cmdline = host.fs.read_text("/proc/cmdline") or ""
+    stick_root = dest.root if dest is not None and dest.on_stick else None
+    path = find_config(opts.config, cmdline, stick_root)
+    if path is None:
+        return _bad_config("no config: put ssdbench.toml on the SSDRESULTS stick, or boot "
+                           "with ssdbench.config=PATH, or give --config FILE", out, err)
+    try:
+        config = load_config(path)
+        plan = _plan_for(config)
+    except ConfigError as exc:
+        return _bad_config(str(exc), out, err)
+    print(f"ssdbench: config {path}: plan {plan.name}, on_finish {config.on_finish}",
+          file=out, flush=True)
+
+    from ssdbench.devices import discover
+
+    drives = discover(host, include_all=opts.include_all)
+    chosen, skipped = choose_drives(
+        config, [(d.consent_id, d.model, d.protected) for d in drives])
+    for i, why in skipped:
+        print(f"ssdbench: {drives[i].name} ({drives[i].model or '?'} "
+              f"{drives[i].consent_id}) skipped: {why}", file=out, flush=True)
+    try:
+        journal = Journal.open(root) if root.exists() else Journal(root / "state.json")
+    except JournalError as exc:
+        print(f"ssdbench kiosk: {exc}", file=err, flush=True)
+        return int(ExitCode.FAILURE)
+    jobs = _jobs(config, plan, [drives[i] for i in chosen], journal, out)
+    if opts.dry_run:
+        for line in engine.describe_plan(plan):
+            print(f"ssdbench: {line}", file=out)
+        for job in jobs:
+            what = "resume" if job.resume else "run"
+            print(f"ssdbench: would {what} {job.plan.name} on {job.drive.path} "
+                  f"({job.drive.model or '?'} {job.drive.consent_id}), results in {root}",
+                  file=out, flush=True)
+        return int(ExitCode.OK)
+    if not jobs:
+        print("ssdbench: no drive to test", file=out, flush=True)
+        outcomes: list[DriveOutcome] = []
+    else:
+        outcomes = _run(jobs, root, journal, out, cancel)
+    for problem in engine.finish(root):
+        print(f"ssdbench: {problem}", file=out, flush=True)
+    _summary(outcomes, out)
+    sync_destination()
+    if dest is not None and not dest.on_stick:
+        later = find_destination(host)
+        if later.on_stick:
+            n = copy_pending(dest.root, later.root)
+            print(f"ssdbench: copied {n} files from RAM to {later.description}", file=out,
+                  flush=True)
+    if config.on_finish in ("poweroff", "reboot") and not opts.no_power:
+        print(f"ssdbench: {config.on_finish}", file=out, flush=True)
+        power(host, config.on_finish, err)
+    states = [o.state for o in outcomes]
+    if "cancelled" in states:
+        return int(ExitCode.INTERRUPTED)
+    return int(ExitCode.OK if all(s == "done" for s in states) else ExitCode.FAILURE)
+
+
+def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal,
+          out: TextIO) -> list[DriveJob]:
+    jobs = []
+    for drive in drives:
+        entry = journal.entry(drive.consent_id)
+        if entry is not None and entry.get("state") in ("done", "failed"):
+            print(f"ssdbench: {drive.name} ({drive.consent_id}) skipped: the journal says plan "
+                  f"{entry['plan']['name']} already finished ({entry['state']}) in "
+                  f"{entry['drive_dir']}; remove state.json to test it again",
+                  file=out, flush=True)
+            continue
+        if entry is not None:
+            print(f"ssdbench: {drive.name} ({drive.consent_id}): resuming the unfinished plan "
+                  f"{entry['plan']['name']}", file=out, flush=True)
+            jobs.append(DriveJob(drive, drive.consent_id, plan_from_json(entry["plan"]),
+                                 resume=True))
+            continue
+        jobs.append(DriveJob(drive, drive.consent_id, plan))
+    return jobs
+
+
+def _run(jobs: list[DriveJob], root: Path, journal: Journal, out: TextIO,
+         cancel: threading.Event) -> list[DriveOutcome]:
+    def factory() -> Host:
+        from ssdbench.system import live_host
+
+        return Host(SystemRunner(), live_host().fs)
+
+    def go(lines: EventLines) -> list[DriveOutcome]:
+        return engine.run_plans(factory, jobs, results_root=root, progress=lines,
+                                cancel=cancel, journal=journal)
+
+    if out.isatty():
+        screen = Screen(out)
+        lines = EventLines(out, echo=screen.echo)
+        screen.lines = lines
+        with screen:
+            return go(lines)
+    return go(EventLines(out))
+
+
+def _summary(outcomes: list[DriveOutcome], out: TextIO) -> None:
+    print("ssdbench: summary", file=out)
+    for o in outcomes:
+        runs = ", ".join(f"{r.name} {r.state}" + (f" ({r.error})" if r.error else "")
+                         for r in o.runs)
+        print(f"ssdbench: {o.drive} ({o.consent_id}): {o.state}: {runs}", file=out)
+        if o.drive_dir is not None:
+            print(f"ssdbench: {o.drive} results: {o.drive_dir}", file=out)
+        for note in o.notes:
+            print(f"ssdbench: {o.drive}: {note}", file=out)
+    out.flush()
+    time.sleep(0)
