@@ -4,7 +4,8 @@
 # what is missing and fails.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-lists=("$here/apt-packages.txt" "$@")
+# apt-packages-image.txt: building the dev image and booting it in QEMU (make dev-image, e2e)
+lists=("$here/apt-packages.txt" "$here/apt-packages-image.txt" "$@")
 wanted=$(cat "${lists[@]}" | sed -e 's/#.*//' -e 's/[[:space:]]//g' | grep -v '^$' | sort -u)
 missing=()
 for pkg in $wanted; do
