@@ -1,0 +1,61 @@
+# Shared by the init scripts (sourced, POSIX sh).
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
+
+RESULTS_MNT=/mnt/ssdresults
+BOOT_DEVICE_FILE=/run/initramfs/ssdbench-boot-device
+
+# Kernel command line -> shell variables, tokenized the way the kernel does it (double quotes
+# group words and are removed: both ssdbench.cmd="a b" and "ssdbench.cmd=a b" work).
+# ssdbench.foo.bar=x becomes ssdbench_foo_bar='x'; the last console= becomes cmdline_console.
+load_cmdline() {
+    eval "$(awk '
+        function emit(tok,   k, v, i) {
+            if (tok == "") return
+            i = index(tok, "=")
+            if (i == 0) { k = tok; v = "1" } else { k = substr(tok, 1, i - 1); v = substr(tok, i + 1) }
+            if (k == "console") { k = "cmdline_console" }
+            else if (k !~ /^ssdbench\.[A-Za-z0-9_.]+$/) return
+            gsub(/\./, "_", k)
+            gsub(/\047/, "\047\\\047\047", v)
+            printf "%s=\047%s\047\n", k, v
+        }
+        {
+            tok = ""; q = 0
+            for (i = 1; i <= length($0); i++) {
+                c = substr($0, i, 1)
+                if (c == "\"") { q = !q; continue }
+                if (!q && (c == " " || c == "\t")) { emit(tok); tok = ""; continue }
+                tok = tok c
+            }
+            emit(tok)
+        }' /proc/cmdline)"
+}
+
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
+# Is there a UART behind ttyS0 (type 0 = none)?
+have_serial() {
+    [ -c /dev/ttyS0 ] && [ "$(cat /sys/class/tty/ttyS0/type 2>/dev/null || echo 0)" != 0 ]
+}
+
+# The serial console, when it is not already /dev/console.
+serial_extra() {
+    have_serial || return 1
+    case ${cmdline_console:-} in ttyS0*) return 1 ;; esac
+    return 0
+}
+
+# A boot message, with seconds since the kernel started, on the screen and on ttyS0.
+log() {
+    msg="[$(uptime_s)] ssdbench-init: $*"
+    echo "$msg" >/dev/console 2>/dev/null
+    if serial_extra; then echo "$msg" >/dev/ttyS0 2>/dev/null; fi
+    echo "$msg" >>/run/ssdbench/boot.log 2>/dev/null
+    return 0
+}
+
+# A line for the serial console only (markers the test rig waits for).
+serial_line() {
+    if have_serial; then echo "$*" >/dev/ttyS0 2>/dev/null; else echo "$*" >/dev/console; fi
+}

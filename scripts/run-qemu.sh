@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Boot an ssdbench image (dev or Buildroot) in QEMU as a USB stick, with emulated drives.
+#
+#   scripts/run-qemu.sh [options]
+#     --image IMG          disk image (default build/dev-image/ssdbench-dev.img); booted from a
+#                          copy, WORKDIR/stick.img, so the image itself never changes
+#     --workdir DIR        drives, stick copy, serial log, QMP socket, results (default build/qemu)
+#     --uefi               OVMF instead of SeaBIOS (legacy BIOS)
+#     --nvme SPEC          an NVMe drive; SPEC = SIZE|file=PATH [,serial=S]  (repeatable)
+#     --sata SPEC          an AHCI SATA disk; SPEC = SIZE|file=PATH [,serial=S][,model=M]
+#                          SIZE drives are new sparse files WORKDIR/nvme0.img, sata0.img, ...
+#     --entry ID           boot menu entry without a keystroke: interactive, kiosk, diagnose,
+#                          serial, safe (written to the stick's grubenv; menu timeout 0)
+#     --append ARGS        extra kernel arguments (through grubenv)
+#     --cmd COMMAND        run COMMAND in the guest (ssdbench.cmd=), output between markers on
+#                          the serial console, then power off (dev/test only)
+#     --kiosk-config FILE  copy FILE to the stick's SSDRESULTS as ssdbench.toml before boot
+#     --put FILE           copy FILE to the root of the stick's SSDRESULTS (repeatable)
+#     --prepare-only       prepare WORKDIR/stick.img (grubenv, files) and stop; boot it later
+#                          with --keep-stick
+#     --results DIR        copy SSDRESULTS out here after power-off (default WORKDIR/results)
+#     --timeout SECONDS    kill QEMU after this long (exit 124)
+#     --batch              serial console to WORKDIR/serial.log only (default when stdin is
+#                          not a terminal); WORKDIR/serial-times.log has seconds since start
+#     --memory MIB (2048)  --smp N (2)  --accel auto|kvm|tcg (auto: KVM only if it works)
+#     --keep-stick         boot the existing WORKDIR/stick.img again (e.g. after a power cut)
+# QMP: WORKDIR/qmp.sock (e.g. device_del for hot-unplug tests; drives have ids nvme0, sata0).
+# Exit code: QEMU's (0 after a guest power-off), 124 on timeout.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+
+image=$repo/build/dev-image/ssdbench-dev.img
+work=$repo/build/qemu
+uefi=0 entry= append= cmd= kiosk_config= results= timeout= batch= memory=2048 smp=2
+accel=${SSDBENCH_QEMU_ACCEL:-auto} keep_stick=0 verbose=0
+nvme_specs=() sata_specs=() puts=() prepare_only=0
+
+die() { echo "run-qemu: error: $*" >&2; exit 2; }
+say() { echo "run-qemu: $*" >&2; }
+
+while (($#)); do
+    case $1 in
+    --image) image=$2; shift ;;
+    --workdir) work=$2; shift ;;
+    --uefi) uefi=1 ;;
+    --bios) uefi=0 ;;
+    --nvme) nvme_specs+=("$2"); shift ;;
+    --sata) sata_specs+=("$2"); shift ;;
+    --entry) entry=$2; shift ;;
+    --append) append+=" $2"; shift ;;
+    --cmd) cmd=$2; shift ;;
+    --kiosk-config) kiosk_config=$2; shift ;;
+    --results) results=$2; shift ;;
+    --put) puts+=("$2"); shift ;;
+    --prepare-only) prepare_only=1 ;;
+    --timeout) timeout=$2; shift ;;
+    --batch) batch=1 ;;
+    --verbose) verbose=1 ;;
+    --memory) memory=$2; shift ;;
+    --smp) smp=$2; shift ;;
+    --accel) accel=$2; shift ;;
+    --keep-stick) keep_stick=1 ;;
+    -h | --help) sed -n '2,/^set -e/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option $1 (see --help)" ;;
+    esac
+    shift
+done
+[[ -z $batch ]] && { [[ -t 0 ]] && batch=0 || batch=1; }
+for tool in qemu-system-x86_64 mcopy sfdisk; do
+    command -v "$tool" >/dev/null || die "missing $tool: scripts/install-deps.sh scripts/apt-packages-image.txt"
+done
+[[ -f $image ]] || die "no image $image (make dev-image)"
+case $entry in '' | interactive | kiosk | diagnose | serial | safe) ;; *) die "unknown --entry $entry" ;; esac
+[[ $cmd == *'"'* || $cmd == *\\* ]] && die "--cmd cannot contain double quotes or backslashes"
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+results=${results:-$work/results}
+
+stick=$work/stick.img
+if [[ $keep_stick -eq 0 || ! -f $stick ]]; then
+    cp --sparse=always "$image" "$stick"
+fi
+
+# Byte offset of partition N of a disk image.
+part_offset() {
+    sfdisk --dump "$1" | awk -v n="$2" '
+        /^\// { i++; if (i == n) { sub(/.*start= */, ""); sub(/,.*/, ""); print $0 * 512; exit } }'
+}
+boot_off=$(part_offset "$stick" 1)
+res_off=$(part_offset "$stick" 2)
+[[ -n $boot_off && -n $res_off ]] || die "$image has no boot + results partitions"
+export MTOOLS_SKIP_CHECK=1
+
+# GRUB environment: entry, no menu delay, extra kernel arguments.
+if [[ -n $cmd ]]; then append+=" ssdbench.cmd=\"$cmd\""; fi
+if [[ -n $entry || -n $append ]]; then
+    env_block=$work/grubenv
+    {
+        printf '# GRUB Environment Block\n'
+        [[ -n $entry ]] && printf 'ssdbench_default=%s\nssdbench_timeout=0\n' "$entry"
+        [[ -z $entry ]] && printf 'ssdbench_timeout=0\n'
+        [[ -n $append ]] && printf 'ssdbench_append=%s\n' "${append# }"
+    } >"$env_block"
+    size=$(stat -c %s "$env_block")
+    ((size <= 1024)) || die "kernel arguments too long for the GRUB environment block"
+    head -c $((1024 - size)) /dev/zero | tr '\0' '#' >>"$env_block"
+    mcopy -o -i "$stick@@$boot_off" "$env_block" ::/boot/grub/grubenv
+fi
+if [[ -n $kiosk_config ]]; then
+    [[ -f $kiosk_config ]] || die "no kiosk config $kiosk_config"
+    mcopy -o -i "$stick@@$res_off" "$kiosk_config" ::/ssdbench.toml
+fi
+for f in "${puts[@]}"; do
+    [[ -f $f ]] || die "--put: no file $f"
+    mcopy -o -i "$stick@@$res_off" "$f" "::/$(basename "$f")"
+done
+if [[ $prepare_only -eq 1 ]]; then
+    say "prepared $stick"
+    exit 0
+fi
+
+# Drives.
+qemu_drives=()
+add_drive() { # kind index spec
+    local kind=$1 i=$2 spec=$3 size= file= serial= model= part
+    IFS=, read -ra parts <<<"$spec"
+    for part in "${parts[@]}"; do
+        case $part in
+        file=*) file=${part#file=} ;;
+        serial=*) serial=${part#serial=} ;;
+        model=*) model=${part#model=} ;;
+        *=*) die "--$kind: unknown key in $part" ;;
+        *) size=$part ;;
+        esac
+    done
+    if [[ -z $file ]]; then
+        [[ -n $size ]] || die "--$kind $spec: give a SIZE or file=PATH"
+        file=$work/$kind$i.img
+        rm -f "$file"
+        truncate -s "$size" "$file"
+    fi
+    [[ -f $file ]] || die "--$kind: no file $file"
+    local id=$kind$i
+    qemu_drives+=(-drive "if=none,id=$id-blk,file=$file,format=raw,discard=unmap,cache=unsafe")
+    case $kind in
+    nvme)
+        [[ -z $model ]] || die "--nvme: QEMU 7.2's NVMe controller has a fixed model (QEMU NVMe Ctrl)"
+        qemu_drives+=(-device "nvme,id=$id,drive=$id-blk,serial=${serial:-SSDBNVME$(printf %04d "$i")}") ;;
+    sata)
+        ((i < 6)) || die "at most 6 SATA drives (the q35 AHCI controller's ports)"
+        qemu_drives+=(-device "ide-hd,id=$id,drive=$id-blk,bus=ide.$i,serial=${serial:-SSDBSATA$(printf %04d "$i")},model=${model:-ssdbench virtual SATA SSD},rotation_rate=1") ;;
+    esac
+}
+for i in "${!nvme_specs[@]}"; do add_drive nvme "$i" "${nvme_specs[$i]}"; done
+for i in "${!sata_specs[@]}"; do add_drive sata "$i" "${sata_specs[$i]}"; done
+
+# Accelerator: KVM only where it really runs a kernel (/dev/kvm can exist, run the firmware
+# and still hang once Linux starts); TCG otherwise. The probe boots a kernel with no root
+# and waits up to 10 s for its first line on the serial port.
+kvm_works() {
+    [[ -r /dev/kvm && -w /dev/kvm ]] || return 1
+    local kernel probe=$work/kvm-probe.log
+    kernel=$(ls "$(dirname "$image")/vmlinuz" /boot/vmlinuz-* 2>/dev/null | head -1)
+    [[ -n $kernel ]] || return 1
+    rm -f "$probe"
+    timeout 10 qemu-system-x86_64 -accel kvm -cpu host -machine q35 -nodefaults -display none \
+        -m 256 -serial "file:$probe" -kernel "$kernel" -append "console=ttyS0 panic=-1" \
+        -no-reboot >/dev/null 2>&1 &
+    local pid=$! n=0
+    while ((n < 50)); do
+        if grep -q "Linux version" "$probe" 2>/dev/null; then
+            kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2; n=$((n + 1))
+    done
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    return 1
+}
+case $accel in
+auto) if kvm_works; then accel=kvm; else accel=tcg; fi ;;
+kvm | tcg) ;;
+*) die "--accel auto|kvm|tcg" ;;
+esac
+cpu=(); [[ $accel == kvm ]] && cpu=(-cpu host)
+[[ $accel == tcg ]] && cpu=(-cpu max)
+
+firmware=()
+if [[ $uefi -eq 1 ]]; then
+    code= vars=
+    for c in /usr/share/OVMF/OVMF_CODE_4M.fd:/usr/share/OVMF/OVMF_VARS_4M.fd \
+        /usr/share/OVMF/OVMF_CODE.fd:/usr/share/OVMF/OVMF_VARS.fd; do
+        if [[ -f ${c%%:*} && -f ${c##*:} ]]; then code=${c%%:*}; vars=${c##*:}; break; fi
+    done
+    [[ -n $code ]] || die "OVMF not found (apt-get install ovmf)"
+    cp "$vars" "$work/OVMF_VARS.fd"
+    firmware=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$code"
+        -drive "if=pflash,format=raw,unit=1,file=$work/OVMF_VARS.fd")
+fi
+
+rm -f "$work/qmp.sock" "$work/serial.log" "$work/serial-times.log"
+qemu=(qemu-system-x86_64 -machine q35 -accel "$accel" "${cpu[@]}" -m "$memory" -smp "$smp"
+    -nodefaults -no-reboot -vga std -nic none "${firmware[@]}"
+    -qmp "unix:$work/qmp.sock,server=on,wait=off"
+    -device qemu-xhci,id=xhci
+    -drive "if=none,id=stick-blk,file=$stick,format=raw,cache=unsafe"
+    -device usb-storage,id=stick,bus=xhci.0,drive=stick-blk,bootindex=0,removable=on
+    "${qemu_drives[@]}")
+say "booting $(basename "$image") ($([[ $uefi -eq 1 ]] && echo UEFI || echo BIOS), $accel) in $work"
+[[ $accel == tcg ]] && say "no working KVM: TCG emulation, a boot takes about a minute"
+
+to=(); [[ -n $timeout ]] && to=(timeout --foreground -k 5 "$timeout")
+set +e
+if [[ $batch -eq 1 ]]; then
+    start=${EPOCHREALTIME/./}
+    "${to[@]}" "${qemu[@]}" -display none -monitor none -serial stdio </dev/null 2>"$work/qemu.stderr" |
+        while IFS= read -r line || [[ -n $line ]]; do
+            line=${line%$'\r'}
+            printf '%s\n' "$line" >>"$work/serial.log"
+            ms=$(((${EPOCHREALTIME/./} - start) / 1000))
+            printf '%5d.%03d %s\n' $((ms / 1000)) $((ms % 1000)) "$line" >>"$work/serial-times.log"
+            [[ $verbose -eq 1 ]] && printf '%s\n' "$line" >&2
+        done
+    rc=${PIPESTATUS[0]}
+else
+    "${to[@]}" "${qemu[@]}" -display none \
+        -chardev "stdio,id=ser0,mux=on,signal=off,logfile=$work/serial.log" \
+        -serial chardev:ser0 -mon chardev=ser0,mode=readline
+    rc=$?
+fi
+set -e
+[[ $rc -eq 124 ]] && say "timeout after $timeout s: QEMU killed"
+if [[ $rc -ne 0 && $rc -ne 124 && -s $work/qemu.stderr ]]; then cat "$work/qemu.stderr" >&2; fi
+
+# Results out of the stick's SSDRESULTS partition.
+rm -rf "$results"
+mkdir -p "$results"
+mcopy -s -n -i "$stick@@$res_off" '::*' "$results/" 2>/dev/null || true
+say "serial log $work/serial.log; results copied to $results"
+exit "$rc"
