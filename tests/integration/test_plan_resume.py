@@ -108,7 +108,7 @@ def test_resume_keeps_finished_runs_and_redoes_the_interrupted_one(
         "started"] == kept["started"]
     redone = json.loads((drive_dir / "trim" / "run.json").read_text())
     assert redone["state"] == "done"
-    assert [s["name"] for s in redone["stages"]][0] == "erase"
+    assert redone["stages"][0]["name"] == "erase"
     aside = json.loads((drive_dir / "trim-interrupted-1" / "run.json").read_text())
     assert aside["state"] == "interrupted" and "torture" in aside["error"]
     assert [s["state"] for s in aside["stages"] if s["name"] == "torture"] == ["interrupted"]
