@@ -96,10 +96,11 @@ def reread(ctx: RunContext, disk_path: str) -> list[str]:
     return tried
 
 
-def wait_for(ctx: RunContext, disk: str, part: str, deadline_s: float) -> str:
+def wait_for(ctx: RunContext, disk: str, part: str, deadline_s: float,
+             dev_dir: str = "/dev") -> str:
     """Wait for the partition in sysfs and its /dev node; its /dev path."""
     end = time.monotonic() + deadline_s
-    dev = f"/dev/{part}"
+    dev = f"{dev_dir}/{part}"
     while True:
         if ctx.host.fs.exists(f"/sys/class/block/{disk}/{part}") and os.path.exists(dev):
             return dev
@@ -116,6 +117,7 @@ class PartitionStage:
     op_percent: int
     name: str = "partition"
     appear_timeout_s: float = APPEAR_TIMEOUT_S
+    dev_dir: str = "/dev"
 
     def execute(self, ctx: RunContext) -> None:
         target = ctx.target
@@ -158,7 +160,7 @@ class PartitionStage:
             raise StageFailed(f"writing the partition table failed: {exc}") from exc
         tried = reread(ctx, target.path)
         part = partition_name(disk)
-        dev = wait_for(ctx, disk, part, self.appear_timeout_s)
+        dev = wait_for(ctx, disk, part, self.appear_timeout_s, self.dev_dir)
         new_target = resolve_target(ctx.host, dev)
         record = layout.record() | {"partition": dev, "reread": tried,
                                     "script_file": "jobs/partition.sfdisk"}
