@@ -118,6 +118,15 @@ def test_check_package_is_clean(tree: Path) -> None:
     assert re.search(r"^[1-9]\d* lines processed", result.stderr, re.M), result.stderr
 
 
+def test_host_has_what_the_build_needs(configured: Configured) -> None:
+    """Buildroot's own host check (`make dependencies`: compilers, rsync, cpio, bc, file,
+    unzip, ... for this configuration), so `make image` does not stop on a missing tool."""
+    result = brtree.brmake(configured.tree, configured.out, "dependencies")
+    assert result.returncode == 0, (
+        result.stdout + result.stderr + "\n(see scripts/apt-packages.txt; `make deps`)"
+    )
+
+
 def _version(pkgs: dict[str, brtree.Package], name: str) -> Version:
     assert name in pkgs, f"{name} is not in the image (make show-info)"
     return Version(pkgs[name].version)
