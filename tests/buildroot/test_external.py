@@ -127,6 +127,18 @@ def test_host_has_what_the_build_needs(configured: Configured) -> None:
     )
 
 
+def test_busybox_fragment_names_real_options(tree: Path) -> None:
+    """Every option of buildroot-external/busybox.fragment is one of the pinned BusyBox's
+    (Buildroot's busybox.config lists them all, set or not)."""
+    known = (tree / "package" / "busybox" / "busybox.config").read_text()
+    names = set(re.findall(r"^(?:# )?(CONFIG_\w+)[= ]", known, re.M))
+    fragment = (brtree.EXTERNAL / "busybox.fragment").read_text()
+    ours = re.findall(r"^(CONFIG_\w+)=", fragment, re.M)
+    assert ours, "busybox.fragment sets nothing"
+    unknown = [n for n in ours if n not in names]
+    assert not unknown, f"not BusyBox options of this Buildroot: {unknown}"
+
+
 def _version(pkgs: dict[str, brtree.Package], name: str) -> Version:
     assert name in pkgs, f"{name} is not in the image (make show-info)"
     return Version(pkgs[name].version)
