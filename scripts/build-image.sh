@@ -18,7 +18,7 @@ shopt -s inherit_errexit
 
 BUILDROOT_VERSION=2026.05.1
 BUILDROOT_TARBALL=buildroot-$BUILDROOT_VERSION.tar.xz
-# sha256 of the release tarball as published with its signed .sign file (see docs/buildroot.md).
+# sha256 of the release tarball; where it comes from and how to confirm it: docs/buildroot.md.
 BUILDROOT_SHA256=ae7f706f087b9ae9083a10a587368dfbf53103c28bf81c2d690198dc4090cb58
 BUILDROOT_URL=https://buildroot.org/downloads/$BUILDROOT_TARBALL
 DEFCONFIG=ssdbench_x86_64_defconfig
