@@ -1,13 +1,343 @@
-"""The Textual TUI (issue: the TUI and kiosk mode). Not built yet."""
+"""The Textual TUI: drives → plan → consent → run → results.
+
+Blocking work (discovery, the hot-plug poll, finding the results stick, every drive's run)
+runs in thread workers; results come back as typed messages (ui/messages.py) and widgets
+are changed only in their handlers.  The engine is reached through ui/engine.py only.
+"""
 
 from __future__ import annotations
 
-import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.scrollbar import ScrollBarRender
+from textual.worker import get_current_worker
+
+from ssdbench.devices import Drive, discover
+from ssdbench.progress import Progress
+from ssdbench.system import Host, live_host
+from ssdbench.ui.dialogs import ConfirmScreen, ConsentScreen, HelpScreen
+from ssdbench.ui.drives import DrivesScreen
+from ssdbench.ui.engine import DriveOutcome, Engine, LiveEngine, Plan, stage_names
+from ssdbench.ui.messages import (
+    BlockDevicesChanged,
+    DestinationFound,
+    DestinationView,
+    DiscoveryFailed,
+    DriveFinished,
+    DrivesDiscovered,
+    PlanFinished,
+    RunCommand,
+    RunProgress,
+)
+from ssdbench.ui.plan import PlanScreen
+from ssdbench.ui.results import ResultsScreen
+from ssdbench.ui.run import RunScreen
+from ssdbench.ui.state import DriveRunState
+from ssdbench.ui.widgets import TopBar
+
+DEFAULT_RESULTS = Path("/run/ssdbench/results/ssdbench")  # = `ssdbench run` --results default
+POLL_INTERVAL_S = 2.0
+
+
+def find_destination(host: Host) -> DestinationView:
+    """The single call site of ssdbench.results.destination (RAM default until it exists)."""
+    try:
+        from ssdbench.results import destination as dest_mod
+    except ImportError:
+        dest_mod = None  # type: ignore[assignment]
+    finder = getattr(dest_mod, "find_destination", None)
+    if finder is not None:
+        d = finder(host)
+        return DestinationView(Path(d.path), bool(d.on_stick), str(d.label),
+                               str(d.description))
+    return DestinationView(DEFAULT_RESULTS, False, f"in RAM ({DEFAULT_RESULTS})",
+                           "No SSDRESULTS stick: results are held in RAM and lost at "
+                           "power-off unless copied.")
+
+
+class SsdbenchApp(App[int]):
+    TITLE = "ssdbench"
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "help", "Help", key_display="F1"),
+        Binding("question_mark", "help", "Help", show=False),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(self, host: Host | None = None, engine: Engine | None = None, *,
+                 results_root: Path | None = None, poll_interval: float | None = POLL_INTERVAL_S,
+                 destination_finder: Callable[[Host], DestinationView] = find_destination,
+                 ) -> None:
+        super().__init__()
+        self.host = host or live_host()
+        self.engine: Engine = engine or LiveEngine()
+        self.results_root_override = results_root
+        self.poll_interval = poll_interval
+        self.destination_finder = destination_finder
+        self.destination: DestinationView | None = None
+        self.drives: list[Drive] = []
+        self.run_states: dict[str, DriveRunState] = {}
+        self.outcomes: list[DriveOutcome] = []
+        self.running = 0
+        self.cancel_event = threading.Event()
+        self.drives_screen = DrivesScreen()
+        self.run_screen: RunScreen | None = None
+        self.plan_notes: list[str] = []
+        self.discoveries = 0  # finished discoveries (tests wait on it)
+
+    # ---- start ----
+
+    def on_mount(self) -> None:
+        self.push_screen(self.drives_screen)
+        self.discover()
+        self.locate_destination()
+        if self.poll_interval is not None:
+            self.watch_block_devices()
+
+    def on_unmount(self) -> None:
+        self.cancel_event.set()  # leaving the app stops every run (fio cleanly)
+
+    @property
+    def results_root(self) -> Path:
+        if self.results_root_override is not None:
+            return self.results_root_override
+        return self.destination.path if self.destination else DEFAULT_RESULTS
+
+    # ---- workers ----
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="discover")
+    def discover(self) -> None:
+        try:
+            drives = discover(self.host)
+        except Exception as exc:
+            self.post_message(DiscoveryFailed(f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(DrivesDiscovered(drives))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="destination")
+    def locate_destination(self) -> None:
+        try:
+            dest = self.destination_finder(self.host)
+        except Exception as exc:
+            dest = DestinationView(DEFAULT_RESULTS, False, f"in RAM ({DEFAULT_RESULTS})",
+                                   f"finding the results stick failed: {exc}")
+        self.post_message(DestinationFound(dest))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="hotplug")
+    def watch_block_devices(self) -> None:
+        worker = get_current_worker()
+        interval = self.poll_interval or POLL_INTERVAL_S
+        stop = threading.Event()
+        last: tuple[str, ...] | None = None
+        while not worker.is_cancelled:
+            try:
+                names = tuple(sorted(self.host.fs.listdir("/sys/block")))
+            except Exception:
+                return  # no /sys/block to watch (replayed host): manual rescan only
+            if last is not None and names != last:
+                self.post_message(BlockDevicesChanged(names))
+            last = names
+            waited = 0.0
+            while waited < interval and not worker.is_cancelled:
+                stop.wait(0.2)
+                waited += 0.2
+
+    def _run_drive(self, drive: Drive, plan: Plan, root: Path) -> None:
+        def progress(ev: Progress) -> None:
+            self.post_message(RunProgress(ev))
+
+        def command(text: str) -> None:
+            self.post_message(RunCommand(drive.name, text))
+
+        try:
+            outcome = self.engine.run_drive(drive, plan, results_root=root, progress=progress,
+                                            on_command=command, cancel=self.cancel_event)
+        except Exception as exc:  # the adapter should not raise; still show it
+            from ssdbench.ui.engine import RunOutcome
+
+            outcome = DriveOutcome(drive.name, None, (RunOutcome(
+                "-", "failed", f"{type(exc).__name__}: {exc}", None),))
+        self.post_message(DriveFinished(outcome))
+
+    @work(thread=True, exit_on_error=False, group="finish")
+    def finish_plan(self) -> None:
+        try:
+            notes = self.engine.finish(self.results_root)
+        except Exception as exc:
+            notes = [f"index failed: {exc}"]
+        self.post_message(PlanFinished(notes))
+
+    # ---- handlers ----
+
+    def on_drives_discovered(self, message: DrivesDiscovered) -> None:
+        self.drives = message.drives
+        self.discoveries += 1
+        self.drives_screen.show_drives(message.drives)
+
+    def on_discovery_failed(self, message: DiscoveryFailed) -> None:
+        self.discoveries += 1
+        self.drives_screen.set_status(f"Discovery failed: {message.error} (r: retry)")
+        self.notify(message.error, severity="error", title="Discovery failed")
+
+    def on_block_devices_changed(self, _message: BlockDevicesChanged) -> None:
+        if self.running == 0:
+            self.drives_screen.set_status("Drives changed: looking again...")
+            self.discover()
+
+    def on_destination_found(self, message: DestinationFound) -> None:
+        self.destination = message.destination
+        for bar in self.query(TopBar):
+            bar.refresh_destination()
+        for screen in self.screen_stack:
+            for bar in screen.query(TopBar):
+                bar.refresh_destination()
+
+    def on_run_progress(self, message: RunProgress) -> None:
+        ev = message.event
+        state = self.run_states.get(ev.drive)
+        if state is None:
+            return
+        state.apply(ev)
+        if self.run_screen is not None and self.run_screen.is_mounted:
+            self.run_screen.refresh_drive(ev.drive)
+
+    def on_run_command(self, message: RunCommand) -> None:
+        state = self.run_states.get(message.drive)
+        if state is None:
+            return
+        state.command_started(message.command)
+        if self.run_screen is not None and self.run_screen.is_mounted:
+            self.run_screen.refresh_drive(message.drive)
+
+    def on_drive_finished(self, message: DriveFinished) -> None:
+        o = message.outcome
+        self.outcomes.append(o)
+        state = self.run_states.get(o.drive)
+        if state is not None:
+            notes = tuple(f"{r.name}: {r.state}: {r.error}" for r in o.runs if r.error)
+            state.finished(o.state, notes + o.notes)
+        self.running -= 1
+        if self.run_screen is not None and self.run_screen.is_mounted:
+            self.run_screen.refresh_drive(o.drive)
+        if self.running == 0:
+            self.finish_plan()
+
+    def on_plan_finished(self, message: PlanFinished) -> None:
+        self.plan_notes = message.notes
+        if self.run_screen is not None:
+            self.run_screen.mark_finished()
+
+    # ---- flow ----
+
+    def open_plan(self, drives: list[Drive]) -> None:
+        self.push_screen(PlanScreen(drives))
+
+    def confirm_plan(self, drives: list[Drive], plan: Plan) -> None:
+        refused = [d for d in drives if d.protected]
+        if refused:
+            self.notify("protected drives cannot be run: "
+                        + ", ".join(d.name for d in refused), severity="error")
+            return
+        if not plan.destructive:
+            self.start_plan(drives, plan)
+            return
+        self._consent(drives, plan, 0)
+
+    def _consent(self, drives: list[Drive], plan: Plan, index: int) -> None:
+        if index == len(drives):
+            self.start_plan(drives, plan)
+            return
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self._consent(drives, plan, index + 1)
+            else:
+                self.notify("Plan cancelled: nothing was started.", severity="warning")
+
+        self.push_screen(ConsentScreen(drives[index], index + 1, len(drives)), done)
+
+    def start_plan(self, drives: list[Drive], plan: Plan) -> None:
+        self.cancel_event = threading.Event()
+        self.outcomes = []
+        self.plan_notes = []
+        self.run_states = {
+            d.name: DriveRunState.planned(
+                d.name, [(r.name, s) for r in plan.runs() for s in stage_names(r.kind)])
+            for d in drives
+        }
+        self.running = len(drives)
+        self.run_screen = RunScreen(self.run_states)
+        self.switch_screen(self.run_screen)  # replaces the plan screen
+        root = self.results_root
+        for d in drives:
+            self.run_worker(lambda d=d: self._run_drive(d, plan, root), thread=True,
+                            exit_on_error=False, group="run", name=f"run-{d.name}")
+
+    def ask_cancel(self) -> None:
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.cancel_event.set()
+                self.notify("Cancelling: fio is stopped cleanly, the run is marked "
+                            "cancelled.", severity="warning")
+
+        self.push_screen(ConfirmScreen("Cancel the run on every drive?"), done)
+
+    def open_results(self) -> None:
+        self.push_screen(ResultsScreen(list(self.outcomes), self.results_root,
+                                       list(self.plan_notes)))
+
+    def back_to_drives(self) -> None:
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        self.switch_screen(self.drives_screen)
+        self.run_screen = None
+        self.discover()
+
+    # ---- actions ----
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        if self.running:
+            def done(yes: bool | None) -> None:
+                if yes:
+                    self.cancel_event.set()
+                    self.exit(0)
+
+            self.push_screen(ConfirmScreen("A run is in progress. Cancel it and quit?"), done)
+            return
+        self.exit(0)
+
+
+def build_app(host: Host | None = None, engine: Engine | None = None, *,
+              results_root: Path | None = None,
+              poll_interval: float | None = POLL_INTERVAL_S,
+              destination_finder: Callable[[Host], DestinationView] = find_destination,
+              ) -> SsdbenchApp:
+    """The app as `ssdbench` (no arguments) starts it; tests pass replayed hosts/engines."""
+    console_safe_scrollbars()
+    return SsdbenchApp(host, engine, results_root=results_root, poll_interval=poll_interval,
+                       destination_finder=destination_finder)
+
+
+def console_safe_scrollbars() -> None:
+    """Scrollbar thumbs without the 1/8 block glyphs the Linux console font lacks."""
+    ScrollBarRender.VERTICAL_BARS = [" "] * 8
+    ScrollBarRender.HORIZONTAL_BARS = [" "] * 8
 
 
 def run_tui() -> int:
-    print(
-        "ssdbench: the text UI is not built yet; use `ssdbench list` (see `ssdbench --help`)",
-        file=sys.stderr,
-    )
-    return 1
+    app = build_app()
+    result = app.run()
+    return int(result or 0)

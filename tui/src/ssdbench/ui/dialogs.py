@@ -1,0 +1,128 @@
+"""Modal screens: per-drive consent, yes/no confirmation, help."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+from ssdbench.devices import Drive
+from ssdbench.ui import fmt
+
+CONSENT_CHARS = 4
+
+
+def consent_suffix(drive: Drive) -> str:
+    """What the operator types: the last 4 characters of the consent id (all if shorter)."""
+    return drive.consent_id[-CONSENT_CHARS:]
+
+
+class ConsentScreen(ModalScreen[bool]):
+    """Dismissed with True when the typed text matches the drive's consent id suffix."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, drive: Drive, index: int, count: int) -> None:
+        super().__init__()
+        self.drive = drive
+        self.index = index
+        self.count = count
+
+    def compose(self) -> ComposeResult:
+        d = self.drive
+        what = "serial" if d.serial else "kernel name (the drive has no serial)"
+        t = Text()
+        t.append(f"Consent {self.index}/{self.count}: ALL DATA ON THIS DRIVE WILL BE "
+                 "DESTROYED\n\n", style="bold red")
+        t.append(f"{d.path}  {d.model or '-'}  {fmt.size(d.size_bytes)}\n")
+        t.append(f"{what}: {d.consent_id}\n\n")
+        noun = what.split(maxsplit=1)[0]
+        t.append(f"Type the last {len(consent_suffix(d))} characters of its {noun}"
+                 " and press Enter (Esc cancels the plan).")
+        with Vertical(id="dialog"):
+            yield Static(t)
+            yield Input(placeholder="last characters", id="consent-input",
+                        max_length=CONSENT_CHARS)
+            yield Static("", id="consent-error")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        typed = event.value.strip()
+        if typed == consent_suffix(self.drive):
+            self.dismiss(True)
+            return
+        message = (f"'{typed}' does not match the end of {self.drive.name}'s "
+                   f"{'serial' if self.drive.serial else 'name'}; nothing was started")
+        self.query_one("#consent-error", Static).update(Text(message, style="bold red"))
+        self.notify(message, severity="error", title="Refused")
+        event.input.value = ""
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "yes", "Yes"),
+                                              Binding("n,escape", "no", "No")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text(self.question, style="bold"))
+            yield Static("y: yes    n / Esc: no")
+
+    def action_yes(self) -> None:
+        self.dismiss(True)
+
+    def action_no(self) -> None:
+        self.dismiss(False)
+
+
+HELP = """\
+ssdbench - keyboard
+
+Everywhere   F1 or ?  this help        q / Ctrl+Q  quit (asks during a run)
+             Tab / Shift+Tab  next / previous field or table
+
+Drives       Up/Down  highlight a drive (details below the table)
+             Space    select / unselect (protected drives are refused, with the reason)
+             p        plan a run on the selected drives      r  rescan now
+             The list refreshes by itself when a drive is plugged in or removed.
+
+Plan         Preset: review (hours), quick (minutes), trim, diagnose (read-only).
+             Edit the fields; errors show under the form; the estimate is per drive.
+             Ctrl+S or F5  start (consent next)     Esc  back
+
+Consent      For every drive of a destructive plan, type the last 4 characters of
+             its serial (kernel name when it has none) and press Enter.
+
+Run          Up/Down  choose the drive shown below the table
+             c  cancel the run (asks first)      Enter / v  results when finished
+
+Results      Up/Down  choose a run (its IOPS chart below)    Esc  back to drives
+
+Results go to the SSDRESULTS stick when one is found; otherwise they are held in RAM
+(the top bar says which) and are lost at power-off unless copied.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,question_mark,q", "close", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help"):
+            yield Static(HELP)
+            yield Static(Text("Esc closes", style="dim"))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

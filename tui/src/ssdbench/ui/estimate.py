@@ -1,0 +1,92 @@
+"""How long a plan takes on a drive, before it runs (documented in docs/tui.md).
+
+    total = Σ over the plan's runs of  erase + fill + torture + probes + trim  (destructive)
+          | read scan + random read                                          (diagnose)
+
+    span       = size × (100 − op) / 100
+    erase      = the drive's ATA erase estimate (enhanced when the method is enhanced;
+                 normal otherwise), else 60 s (NVMe sanitize/format), 10 s for discard
+    fill       = span × fill_passes / write speed
+    torture    = torture_seconds (consistency) or trim_torture_seconds (trim)
+    probe      = min(probe size, span) / write speed, three probes in a TRIM run
+    trim       = 10 s (blkdiscard of the span)
+    read scan  = size / read speed;  random read = random_read_seconds
+
+Expected sequential speeds by transport (MiB/s, write / read) are conservative
+steady-state figures (after the SLC cache), not the box numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ssdbench.devices import Drive
+from ssdbench.stages.params import RunParams
+
+MIB = 1024 * 1024
+
+# transport → (sequential write MiB/s, sequential read MiB/s)
+EXPECTED_SPEED: dict[str, tuple[float, float]] = {
+    "nvme": (1000.0, 2000.0),
+    "sata": (400.0, 500.0),
+    "ata": (400.0, 500.0),
+    "sas": (400.0, 500.0),
+    "scsi": (300.0, 400.0),
+    "usb": (100.0, 200.0),
+    "mmc": (30.0, 80.0),
+}
+DEFAULT_SPEED = (300.0, 400.0)
+NVME_ERASE_S = 60.0
+DISCARD_S = 10.0
+TRIM_S = 10.0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds: float
+    parts: tuple[tuple[str, float], ...]  # (run/stage, seconds)
+
+
+def expected_speed(drive: Drive) -> tuple[float, float]:
+    return EXPECTED_SPEED.get(drive.transport, DEFAULT_SPEED)
+
+
+def erase_seconds(drive: Drive, erase_method: str) -> float:
+    if erase_method == "discard":
+        return DISCARD_S
+    sec = drive.ata_security
+    if sec is not None and drive.nvme is None:
+        enhanced = erase_method.endswith("enhanced") or (
+            erase_method == "auto" and sec.enhanced_supported)
+        minutes = sec.enhanced_erase_minutes if enhanced else sec.erase_minutes
+        if minutes is None:
+            minutes = sec.erase_minutes or sec.enhanced_erase_minutes
+        if minutes is not None:
+            return minutes * 60.0
+    return NVME_ERASE_S if drive.nvme is not None else DISCARD_S
+
+
+def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
+             erase_method: str) -> Estimate:
+    """``runs`` is [(kind, op_percent)] in plan order."""
+    write, read = expected_speed(drive)
+    parts: list[tuple[str, float]] = []
+    for kind, op in runs:
+        label = kind if not op else f"{kind}-op{op}"
+        if kind == "diagnose":
+            parts.append((f"{label}/readscan", drive.size_bytes / MIB / read))
+            parts.append((f"{label}/randread", float(params.random_read_seconds)))
+            continue
+        span = drive.size_bytes * (100 - op) / 100
+        parts.append((f"{label}/erase", erase_seconds(drive, erase_method)))
+        fill = span * params.fill_passes / MIB / write
+        probe = min(params.probe_bytes, span) / MIB / write
+        if kind == "trim":
+            parts += [(f"{label}/probe-clean", probe), (f"{label}/fill", fill),
+                      (f"{label}/torture", float(params.trim_torture_seconds)),
+                      (f"{label}/probe-after_torture", probe), (f"{label}/trim", TRIM_S),
+                      (f"{label}/probe-after_trim", probe)]
+        else:
+            parts += [(f"{label}/fill", fill),
+                      (f"{label}/torture", float(params.torture_seconds))]
+    return Estimate(sum(s for _, s in parts), tuple(parts))

@@ -1,0 +1,128 @@
+"""Text for screens: sizes, durations, rates, bars and charts drawn with characters the
+Linux console font has (CP437 glyphs: full and half blocks, shades), no emoji."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ssdbench.devices import Drive
+
+FULL = "\u2588"  # █
+LOWER_HALF = "\u2584"  # ▄
+LIGHT = "\u2591"  # ░
+
+
+def size(n: int | float | None) -> str:
+    """Decimal units like drive labels (500 GB), binary below 1 GB for loop devices."""
+    if n is None:
+        return "-"
+    if n >= 1e12:
+        return f"{n / 1e12:.2f} TB"
+    if n >= 1e9:
+        return f"{n / 1e9:.1f} GB"
+    return f"{n / 2**20:.0f} MiB"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+def number(value: float | None, unit: str = "", digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    text = f"{value:,.{digits}f}"
+    return f"{text} {unit}".rstrip()
+
+
+def bar(fraction: float | None, width: int) -> str:
+    """A progress bar of full blocks over light shade; unknown: all shade."""
+    width = max(1, width)
+    if fraction is None:
+        return LIGHT * width
+    filled = round(max(0.0, min(1.0, fraction)) * width)
+    return FULL * filled + LIGHT * (width - filled)
+
+
+def _resample(values: Sequence[float], width: int) -> list[float]:
+    if len(values) <= width:
+        return list(values)
+    out: list[float] = []
+    step = len(values) / width
+    for i in range(width):
+        chunk = values[int(i * step):max(int((i + 1) * step), int(i * step) + 1)]
+        out.append(sum(chunk) / len(chunk))
+    return out
+
+
+def chart(values: Sequence[float], width: int, height: int) -> list[str]:
+    """Column chart, newest on the right, ``height`` rows of full/half blocks, scaled to
+    the maximum; each column the mean of its share of the points. Returns the rows, top
+    first (always ``height`` rows of exactly ``width`` characters)."""
+    width = max(1, width)
+    height = max(1, height)
+    cols = _resample(values, width)
+    top = max(cols) if cols else 0.0
+    levels = [0 if top <= 0 else round(v / top * height * 2) for v in cols]
+    levels = [0] * (width - len(levels)) + levels
+    rows = []
+    for r in range(height):
+        base = (height - 1 - r) * 2  # half-steps below this row
+        line = []
+        for lv in levels:
+            if lv >= base + 2:
+                line.append(FULL)
+            elif lv == base + 1:
+                line.append(LOWER_HALF)
+            else:
+                line.append(" ")
+        rows.append("".join(line))
+    return rows
+
+
+def security(drive: Drive) -> str:
+    sec = drive.ata_security
+    if sec is None:
+        return "-" if drive.nvme is None else "n/a"
+    if not sec.supported:
+        return "none"
+    flags = [w for w, on in (("locked", sec.locked), ("frozen", sec.frozen),
+                             ("enabled", sec.enabled)) if on]
+    return ",".join(flags) or "ok"
+
+
+def health(drive: Drive) -> str:
+    smart = drive.smart
+    if smart is None or smart.passed is None:
+        return "-"
+    return "PASSED" if smart.passed else "FAILED"
+
+
+def temperature(drive: Drive) -> str:
+    smart = drive.smart
+    if smart is None or smart.temperature_c is None:
+        return "-"
+    return f"{smart.temperature_c}C"
+
+
+ERASE_SHORT = {
+    "ata-security-erase": "ata-se",
+    "ata-security-erase-enhanced": "ata-se+",
+    "ata-sanitize-block": "san-blk",
+    "ata-sanitize-crypto": "san-cry",
+    "nvme-format-user-data": "fmt",
+    "nvme-format-crypto": "fmt-cry",
+    "nvme-sanitize-block": "san-blk",
+    "nvme-sanitize-crypto": "san-cry",
+    "nvme-sanitize-overwrite": "san-ovw",
+}
+
+
+def erase_short(drive: Drive) -> str:
+    return ",".join(ERASE_SHORT.get(m, m) for m in drive.erase_methods) or "none"

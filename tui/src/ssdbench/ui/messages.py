@@ -1,0 +1,71 @@
+"""Typed messages: workers post them, the app's handlers change widgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.message import Message
+
+from ssdbench.devices import Drive
+from ssdbench.progress import Progress
+from ssdbench.ui.engine import DriveOutcome
+
+
+@dataclass(frozen=True)
+class DestinationView:
+    """Where results go (ssdbench.results.destination.Destination, or the default)."""
+
+    path: Path
+    on_stick: bool
+    label: str
+    description: str
+
+
+class DrivesDiscovered(Message):
+    def __init__(self, drives: list[Drive]) -> None:
+        super().__init__()
+        self.drives = drives
+
+
+class DiscoveryFailed(Message):
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
+class BlockDevicesChanged(Message):
+    def __init__(self, names: tuple[str, ...]) -> None:
+        super().__init__()
+        self.names = names
+
+
+class DestinationFound(Message):
+    def __init__(self, destination: DestinationView) -> None:
+        super().__init__()
+        self.destination = destination
+
+
+class RunProgress(Message):
+    def __init__(self, event: Progress) -> None:
+        super().__init__()
+        self.event = event
+
+
+class RunCommand(Message):
+    def __init__(self, drive: str, command: str) -> None:
+        super().__init__()
+        self.drive = drive
+        self.command = command
+
+
+class DriveFinished(Message):
+    def __init__(self, outcome: DriveOutcome) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+
+class PlanFinished(Message):
+    def __init__(self, notes: list[str]) -> None:
+        super().__init__()
+        self.notes = notes

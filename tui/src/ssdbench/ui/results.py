@@ -1,0 +1,172 @@
+"""The results screen: one row per run (steady mean, stalls, steady state, TRIM verdict,
+erase verified), where the files are, and the IOPS series of the highlighted run."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from ssdbench.ui import fmt
+from ssdbench.ui.engine import DriveOutcome
+from ssdbench.ui.widgets import STATE_STYLE, TopBar, series_chart
+
+COLUMNS = ("drive", "run", "state", "steady IOPS", "stalls", "steady at", "TRIM", "erase")
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    drive: str
+    run: str
+    state: str
+    error: str | None
+    run_dir: Path | None
+    steady_mean: float | None = None
+    zero_seconds: int | None = None
+    longest_stall_s: int | None = None
+    steady_state_at_s: int | None = None
+    steady_reached: bool | None = None
+    trim_verdict: str | None = None
+    erase: str = "-"
+    iops: tuple[float, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+def summarise(outcomes: list[DriveOutcome]) -> list[RunSummary]:
+    """Analyse each run folder (blocking: numpy, files). Never raises for one bad run."""
+    from ssdbench.report import analyse_run
+    from ssdbench.report.load import load_run
+
+    out: list[RunSummary] = []
+    for d in outcomes:
+        for r in d.runs:
+            base = RunSummary(d.drive, r.name, r.state, r.error, r.run_dir)
+            if r.run_dir is None or not r.run_dir.is_dir():
+                out.append(base)
+                continue
+            try:
+                a = analyse_run(r.run_dir)
+                data = load_run(r.run_dir, rebuild=False)
+                erase = _erase_text(r.run_dir / "run.json")
+                iops = tuple(float(v) for v in data.iops["iops"]) if data.iops else ()
+                out.append(RunSummary(
+                    d.drive, r.name, r.state, r.error, r.run_dir,
+                    steady_mean=a.iops.steady.mean if a.iops else None,
+                    zero_seconds=a.iops.stalls.zero_seconds if a.iops else None,
+                    longest_stall_s=a.iops.stalls.longest_zero_run_s if a.iops else None,
+                    steady_state_at_s=a.iops.steady_state.at_s if a.iops else None,
+                    steady_reached=a.iops.steady_state.reached if a.iops else None,
+                    trim_verdict=a.trim.verdict if a.trim else None,
+                    erase=erase, iops=iops, problems=a.problems))
+            except Exception as exc:  # show the run, say why it has no numbers
+                out.append(RunSummary(d.drive, r.name, r.state, r.error, r.run_dir,
+                                      problems=(f"analysis failed: {exc}",)))
+    return out
+
+
+def _erase_text(run_json: Path) -> str:
+    try:
+        erase = json.loads(run_json.read_text(encoding="utf-8")).get("erase")
+    except (OSError, ValueError):
+        return "-"
+    if not isinstance(erase, dict):
+        return "-"
+    verified = "verified" if erase.get("verified") else "NOT verified"
+    secure = "" if erase.get("secure", True) else ", not secure"
+    return f"{erase.get('method', '?')} {verified}{secure}"
+
+
+def summary_row(s: RunSummary) -> tuple[Text | str, ...]:
+    stalls = "-" if s.zero_seconds is None else f"{s.zero_seconds}s/{s.longest_stall_s}s"
+    if s.steady_reached is None:
+        steady = "-"
+    else:
+        steady = fmt.duration(s.steady_state_at_s) if s.steady_reached else "not reached"
+    return (s.drive, s.run, Text(s.state, style=STATE_STYLE.get(s.state, "")),
+            fmt.number(s.steady_mean), stalls, steady, s.trim_verdict or "-", s.erase)
+
+
+class ResultsLoaded(Message):
+    def __init__(self, summaries: list[RunSummary]) -> None:
+        super().__init__()
+        self.summaries = summaries
+
+
+class ResultsScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "drives", "Drives", key_display="Esc"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, outcomes: list[DriveOutcome], root: Path, notes: list[str]) -> None:
+        super().__init__()
+        self.outcomes = outcomes
+        self.root = root
+        self.notes = notes
+        self.summaries: list[RunSummary] = []
+
+    def compose(self) -> ComposeResult:
+        yield TopBar()
+        yield Static("Analysing the results...", id="results-where")
+        yield DataTable(id="results", cursor_type="row")
+        yield Static("", id="results-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#results", DataTable)
+        for c in COLUMNS:
+            table.add_column(c, key=c)
+        table.focus()
+        self.load()
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def load(self) -> None:
+        self.post_message(ResultsLoaded(summarise(self.outcomes)))
+
+    def on_results_loaded(self, message: ResultsLoaded) -> None:
+        self.summaries = message.summaries
+        table = self.query_one("#results", DataTable)
+        table.clear()
+        for i, s in enumerate(self.summaries):
+            table.add_row(*summary_row(s), key=str(i))
+        where = Text()
+        where.append("Saved in ", style="bold")
+        dirs = sorted({str(o.drive_dir) for o in self.outcomes if o.drive_dir is not None})
+        where.append(", ".join(dirs) if dirs else str(self.root))
+        for n in self.notes:
+            where.append(f"\n{n}", style="yellow")
+        self.query_one("#results-where", Static).update(where)
+        self._detail()
+
+    def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
+        self._detail()
+
+    def _detail(self) -> None:
+        table = self.query_one("#results", DataTable)
+        if not self.summaries:
+            return
+        s = self.summaries[max(0, min(table.cursor_row, len(self.summaries) - 1))]
+        t = Text()
+        if s.error:
+            t.append(f"{s.run}: {s.error}\n", style="red")
+        for p in s.problems[:3]:
+            t.append(f"{p}\n", style="yellow")
+        if s.iops:
+            width = max(30, (self.size.width or 80) - 2)
+            t.append_text(series_chart(list(s.iops), f"{s.drive} {s.run} IOPS, whole run",
+                                       width, 6))
+        if s.run_dir is not None:
+            t.append(f"\nfiles: {s.run_dir}", style="dim")
+        self.query_one("#results-detail", Static).update(t)
+
+    def action_drives(self) -> None:
+        self.app.back_to_drives()  # type: ignore[attr-defined]

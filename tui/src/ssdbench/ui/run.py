@@ -1,0 +1,117 @@
+"""The run screen: one progress row per drive, the highlighted drive's panel, a log."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, RichLog, Static
+
+from ssdbench.ui import fmt
+from ssdbench.ui.state import DriveRunState
+from ssdbench.ui.widgets import STATE_STYLE, RunPanel, TopBar, stage_list
+
+COLUMNS = ("drive", "stage", "progress", "ETA", "IOPS", "MiB/s", "state")
+
+
+def progress_row(state: DriveRunState) -> tuple[Text | str, ...]:
+    cur = state.current
+    stage = f"{cur.run}/{cur.name}" if cur else f"{state.done_count}/{len(state.stages)} stages"
+    pct = "-" if cur is None or cur.fraction is None else f"{cur.fraction * 100:.0f}%"
+    return (state.drive, stage[:28], pct, fmt.duration(cur.eta_s if cur else None),
+            fmt.number(state.last_iops), fmt.number(state.last_mib_s, digits=1),
+            Text(state.state, style=STATE_STYLE.get(state.state, "")))
+
+
+class RunScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("c", "cancel_run", "Cancel run"),
+        Binding("v", "results", "Results"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, states: dict[str, DriveRunState]) -> None:
+        super().__init__()
+        self.states = states
+        self.finished = False
+        self._shown: str | None = next(iter(states), None)
+        self._log_len: dict[str, int] = {}
+
+    def compose(self) -> ComposeResult:
+        yield TopBar()
+        yield DataTable(id="progress", cursor_type="row")
+        with Horizontal(id="run-body"):
+            with VerticalScroll(id="stages-pane"):
+                yield Static("", id="stages")
+            yield RunPanel(id="panel")
+        yield RichLog(id="log", max_lines=500, wrap=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#progress", DataTable)
+        for c in COLUMNS:
+            table.add_column(c, key=c)
+        for name, state in self.states.items():
+            table.add_row(*progress_row(state), key=name)
+        table.focus()
+        self.refresh_all()
+
+    def refresh_drive(self, name: str) -> None:
+        state = self.states.get(name)
+        if state is None:
+            return
+        table = self.query_one("#progress", DataTable)
+        for col, value in zip(COLUMNS, progress_row(state), strict=True):
+            table.update_cell(name, col, value)
+        if name == self._shown:
+            self._show(state)
+
+    def refresh_all(self) -> None:
+        for name in self.states:
+            self.refresh_drive(name)
+
+    def _show(self, state: DriveRunState) -> None:
+        self.query_one("#stages", Static).update(stage_list(state))
+        self.query_one("#panel", RunPanel).show(state)
+        log = self.query_one("#log", RichLog)
+        seen = self._log_len.get(state.drive, 0)
+        lines = list(state.log)
+        if seen > len(lines):  # the deque rotated: redraw
+            seen = 0
+            log.clear()
+        for line in lines[seen:]:
+            log.write(f"{state.drive}: {line}")
+        self._log_len[state.drive] = len(lines)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        name = event.row_key.value if event.row_key is not None else None
+        if name and name != self._shown:
+            self._shown = name
+            self._log_len.clear()
+            self.query_one("#log", RichLog).clear()
+            self._show(self.states[name])
+
+    def on_data_table_row_selected(self, _event: DataTable.RowSelected) -> None:
+        if self.finished:
+            self.action_results()
+
+    def mark_finished(self) -> None:
+        self.finished = True
+        self.refresh_all()
+        self.notify("Plan finished: press v (or Enter) for the results.", timeout=10)
+
+    def action_cancel_run(self) -> None:
+        if self.finished:
+            self.notify("The plan has finished; nothing to cancel.")
+            return
+        self.app.ask_cancel()  # type: ignore[attr-defined]
+
+    def action_results(self) -> None:
+        if not self.finished:
+            self.notify("Results are shown when every drive has finished.")
+            return
+        self.app.open_results()  # type: ignore[attr-defined]

@@ -1,0 +1,148 @@
+"""What the run screen shows, accumulated from Progress events (no Textual here).
+
+One :class:`DriveRunState` per drive: the stage list with states, the current stage's
+fraction/ETA, the last minutes of IOPS and MiB/s, current and average values, the command
+running, and a log.  Widgets render it; only the app's message handlers change it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from ssdbench.progress import Progress
+
+SERIES_SECONDS = 300  # the live chart shows the last 5 minutes (one point per event second)
+LOG_LINES = 500
+FINAL_STATES = ("done", "failed", "cancelled", "skipped")
+
+
+@dataclass
+class StageView:
+    run: str
+    name: str
+    state: str = "pending"  # pending | running | done | failed | cancelled | skipped
+    fraction: float | None = None
+    eta_s: float | None = None
+    elapsed_s: float = 0.0
+    message: str = ""
+
+
+@dataclass
+class DriveRunState:
+    drive: str
+    stages: list[StageView] = field(default_factory=list)
+    state: str = "waiting"  # waiting | running | done | failed | cancelled
+    command: str = ""
+    iops: deque[float] = field(default_factory=lambda: deque(maxlen=SERIES_SECONDS))
+    mib_s: deque[float] = field(default_factory=lambda: deque(maxlen=SERIES_SECONDS))
+    log: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    _sum_iops: float = 0.0
+    _n_iops: int = 0
+    _sum_mib: float = 0.0
+    _n_mib: int = 0
+    _last_elapsed: float | None = None
+
+    @classmethod
+    def planned(cls, drive: str, stages: list[tuple[str, str]]) -> DriveRunState:
+        return cls(drive, [StageView(run, name) for run, name in stages])
+
+    # ---- queries ----
+
+    @property
+    def current(self) -> StageView | None:
+        for s in self.stages:
+            if s.state == "running":
+                return s
+        return None
+
+    @property
+    def last_iops(self) -> float | None:
+        return self.iops[-1] if self.iops else None
+
+    @property
+    def last_mib_s(self) -> float | None:
+        return self.mib_s[-1] if self.mib_s else None
+
+    @property
+    def avg_iops(self) -> float | None:
+        return self._sum_iops / self._n_iops if self._n_iops else None
+
+    @property
+    def avg_mib_s(self) -> float | None:
+        return self._sum_mib / self._n_mib if self._n_mib else None
+
+    @property
+    def done_count(self) -> int:
+        return sum(1 for s in self.stages if s.state in FINAL_STATES)
+
+    # ---- changes ----
+
+    def _stage(self, run: str, name: str) -> StageView:
+        for s in self.stages:
+            if s.run == run and s.name == name:
+                return s
+        view = StageView(run, name)
+        # an unplanned stage (e.g. a skipped op-partition) goes before the run's pending ones
+        index = len(self.stages)
+        for i, s in enumerate(self.stages):
+            if s.run == run and s.state == "pending":
+                index = i
+                break
+        self.stages.insert(index, view)
+        return view
+
+    def apply(self, ev: Progress) -> None:
+        stage = self._stage(ev.run, ev.stage)
+        if stage.state != "running" and ev.state == "running":
+            self._reset_series()
+            self.log.append(f"{ev.run}/{ev.stage}: started")
+        stage.state = ev.state
+        if ev.fraction is not None:
+            stage.fraction = max(0.0, min(1.0, ev.fraction))
+        if ev.state == "done":
+            stage.fraction = 1.0
+        stage.eta_s = ev.eta_s if ev.state == "running" else None
+        stage.elapsed_s = max(stage.elapsed_s, ev.elapsed_s)
+        if ev.message and ev.message not in ("started", "done"):
+            stage.message = ev.message
+            self.log.append(f"{ev.run}/{ev.stage}: {ev.message}")
+        if ev.state in FINAL_STATES and ev.state != "done":
+            self.log.append(f"{ev.run}/{ev.stage}: {ev.state}")
+        elif ev.state == "done":
+            self.log.append(f"{ev.run}/{ev.stage}: done")
+        if ev.state == "running":
+            self.state = "running"
+            # one point per new second of the stage (fio reports once a second)
+            if self._last_elapsed is None or ev.elapsed_s > self._last_elapsed:
+                self._last_elapsed = ev.elapsed_s
+                if ev.iops is not None:
+                    self.iops.append(ev.iops)
+                    self._sum_iops += ev.iops
+                    self._n_iops += 1
+                if ev.mib_s is not None:
+                    self.mib_s.append(ev.mib_s)
+                    self._sum_mib += ev.mib_s
+                    self._n_mib += 1
+
+    def _reset_series(self) -> None:
+        self.iops.clear()
+        self.mib_s.clear()
+        self._sum_iops = self._sum_mib = 0.0
+        self._n_iops = self._n_mib = 0
+        self._last_elapsed = None
+
+    def command_started(self, command: str) -> None:
+        self.command = command
+        self.log.append(f"$ {command}")
+
+    def finished(self, state: str, notes: tuple[str, ...] = ()) -> None:
+        self.state = state
+        for s in self.stages:
+            if s.state == "running":
+                s.state = state if state in ("failed", "cancelled") else "done"
+            elif s.state == "pending":
+                s.state = "skipped"
+        self.command = ""
+        self.log.extend(notes)
+        self.log.append(f"finished: {state}")
