@@ -3,7 +3,7 @@
 Minimal on purpose (the full rig is scripts/run-qemu.sh): a busybox initramfs loads the
 virtio/9p modules, mounts the host root read-only over 9p, chroots into it (so the guest runs
 the host's real nvme-cli, dd and Python) and runs ``job.sh`` from a writable 9p share.
-Everything the job writes under ``/tmp/out`` inside the guest lands in ``share_dir``.
+Everything the job writes under ``/run/out`` inside the guest lands in ``share_dir``.
 
 The NVMe drive is a sparse file created here, so the guest may write to it freely.
 """
@@ -59,13 +59,12 @@ R=/hostroot
 mount -t proc proc $R/proc
 mount -t sysfs sys $R/sys
 mount -t devtmpfs dev $R/dev
-mount -t tmpfs tmp $R/tmp
 mount -t tmpfs run $R/run
-mkdir -p $R/tmp/out
-mount -t 9p -o trans=virtio,version=9p2000.L out $R/tmp/out
-chroot $R /bin/sh -c 'modprobe nvme; udevadm settle 2>/dev/null; \
+mkdir -p $R/run/out $R/run/tmp
+mount -t 9p -o trans=virtio,version=9p2000.L out $R/run/out
+chroot $R /bin/sh -c 'export TMPDIR=/run/tmp; modprobe nvme; udevadm settle 2>/dev/null; \
   i=0; while [ ! -b /dev/nvme0n1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; \
-  cd /tmp/out && /bin/sh /tmp/out/job.sh >/tmp/out/job.log 2>&1; echo $? >/tmp/out/job.rc'
+  cd /run/out && /bin/sh /run/out/job.sh >/run/out/job.log 2>&1; echo $? >/run/out/job.rc'
 sync
 echo SSDBENCH-GUEST-DONE
 poweroff -f

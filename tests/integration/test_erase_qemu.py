@@ -15,7 +15,7 @@ GUEST_SCRIPT = Path(__file__).with_name("guest_erase.py")
 JOB = f"""
 export PYTHONDONTWRITEBYTECODE=1
 nvme id-ns /dev/nvme0n1 -o json > id-ns-before.json
-{sys.executable} {GUEST_SCRIPT} /tmp/out/result
+{sys.executable} {GUEST_SCRIPT} /run/out/result
 echo "guest_erase rc=$?"
 nvme id-ns /dev/nvme0n1 -o json > id-ns-after.json
 """
