@@ -46,7 +46,7 @@ class ConsentScreen(ModalScreen[bool]):
                  " and press Enter (Esc cancels the plan).")
         with Vertical(id="dialog"):
             yield Static(t)
-            yield Input(placeholder="last characters", id="consent-input",
+            yield Input(placeholder="last characters", id="consent-input", compact=True,
                         max_length=CONSENT_CHARS)
             yield Static("", id="consent-error")
 

@@ -20,9 +20,9 @@ COLUMNS = ("drive", "stage", "progress", "ETA", "IOPS", "MiB/s", "state")
 
 def progress_row(state: DriveRunState) -> tuple[Text | str, ...]:
     cur = state.current
-    stage = f"{cur.run}/{cur.name}" if cur else f"{state.done_count}/{len(state.stages)} stages"
+    stage = cur.name if cur else f"{state.done_count}/{len(state.stages)} stages"
     pct = "-" if cur is None or cur.fraction is None else f"{cur.fraction * 100:.0f}%"
-    return (state.drive, stage[:28], pct, fmt.duration(cur.eta_s if cur else None),
+    return (state.drive, stage[:20], pct, fmt.duration(cur.eta_s if cur else None),
             fmt.number(state.last_iops), fmt.number(state.last_mib_s, digits=1),
             Text(state.state, style=STATE_STYLE.get(state.state, "")))
 
@@ -66,7 +66,7 @@ class RunScreen(Screen[None]):
             return
         table = self.query_one("#progress", DataTable)
         for col, value in zip(COLUMNS, progress_row(state), strict=True):
-            table.update_cell(name, col, value)
+            table.update_cell(name, col, value, update_width=True)
         if name == self._shown:
             self._show(state)
 

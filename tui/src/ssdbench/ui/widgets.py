@@ -74,7 +74,7 @@ def numbers(state: DriveRunState) -> Text:
     t.append("IOPS ", style="bold")
     t.append(f"now {fmt.number(state.last_iops)}  avg {fmt.number(state.avg_iops)}")
     if state.mib_s:
-        t.append("   MiB/s ", style="bold")
+        t.append("\nMiB/s ", style="bold")
         t.append(f"now {fmt.number(state.last_mib_s, digits=1)}  "
                  f"avg {fmt.number(state.avg_mib_s, digits=1)}")
     return t
