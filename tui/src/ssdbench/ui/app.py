@@ -61,6 +61,14 @@ def find_destination(host: Host) -> DestinationView:
                            "power-off unless copied.")
 
 
+def block_devices_signature(host: Host) -> tuple[str, ...]:
+    """What changes when a drive comes or goes: /sys/block names and sizes (a loop device
+    being attached changes only its size; its name exists already)."""
+    names = sorted(host.fs.listdir("/sys/block"))
+    return tuple(f"{n}:{(host.fs.read_text(f'/sys/block/{n}/size') or '').strip()}"
+                 for n in names)
+
+
 class SsdbenchApp(App[int]):
     TITLE = "ssdbench"
     CSS_PATH = "app.tcss"
@@ -136,9 +144,10 @@ class SsdbenchApp(App[int]):
         interval = self.poll_interval or POLL_INTERVAL_S
         stop = threading.Event()
         last: tuple[str, ...] | None = None
+
         while not worker.is_cancelled:
             try:
-                names = tuple(sorted(self.host.fs.listdir("/sys/block")))
+                names = block_devices_signature(self.host)
             except Exception:
                 return  # no /sys/block to watch (replayed host): manual rescan only
             if last is not None and names != last:

@@ -7,7 +7,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
@@ -41,7 +41,7 @@ class ConsentScreen(ModalScreen[bool]):
                  "DESTROYED\n\n", style="bold red")
         t.append(f"{d.path}  {d.model or '-'}  {fmt.size(d.size_bytes)}\n")
         t.append(f"{what}: {d.consent_id}\n\n")
-        noun = what.split(maxsplit=1)[0]
+        noun = "serial" if d.serial else "kernel name"
         t.append(f"Type the last {len(consent_suffix(d))} characters of its {noun}"
                  " and press Enter (Esc cancels the plan).")
         with Vertical(id="dialog"):
@@ -89,30 +89,23 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 HELP = """\
-ssdbench - keyboard
+Everywhere  F1 / ?  this help          q / Ctrl+Q  quit (asks in a run)
+            Tab / Shift+Tab  next / previous field or table
+Drives      Up/Down  highlight (details below)   Left/Right  columns
+            Space  select / unselect (protected drives: refused)
+            p  plan the selected drives    r  rescan (also automatic
+            when a drive is plugged in or removed)
+Plan        Preset: review (hours), quick (minutes), trim, diagnose
+            (read-only). Errors show under the form; estimate per drive.
+            Ctrl+S or F5  start (consent next)    Esc  back
+Consent     Per drive of a destructive plan: type the last 4 characters
+            of its serial (kernel name without one), Enter. Esc cancels.
+Run         Up/Down  drive shown below    c  cancel (asks first)
+            v / Enter  results, once every drive has finished
+Results     Up/Down  run (details, IOPS chart)    Esc  back to drives
 
-Everywhere   F1 or ?  this help        q / Ctrl+Q  quit (asks during a run)
-             Tab / Shift+Tab  next / previous field or table
-
-Drives       Up/Down  highlight a drive (details below the table)
-             Space    select / unselect (protected drives are refused, with the reason)
-             p        plan a run on the selected drives      r  rescan now
-             The list refreshes by itself when a drive is plugged in or removed.
-
-Plan         Preset: review (hours), quick (minutes), trim, diagnose (read-only).
-             Edit the fields; errors show under the form; the estimate is per drive.
-             Ctrl+S or F5  start (consent next)     Esc  back
-
-Consent      For every drive of a destructive plan, type the last 4 characters of
-             its serial (kernel name when it has none) and press Enter.
-
-Run          Up/Down  choose the drive shown below the table
-             c  cancel the run (asks first)      Enter / v  results when finished
-
-Results      Up/Down  choose a run (its IOPS chart below)    Esc  back to drives
-
-Results go to the SSDRESULTS stick when one is found; otherwise they are held in RAM
-(the top bar says which) and are lost at power-off unless copied.
+The top bar says where results go: the SSDRESULTS stick, or RAM (lost
+at power-off unless copied to a stick).
 """
 
 
@@ -120,7 +113,8 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,question_mark,q", "close", "Close")]
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="help"):
+        with VerticalScroll(id="help"):
+            yield Static(Text("ssdbench - keys", style="bold"))
             yield Static(HELP)
             yield Static(Text("Esc closes", style="dim"))
 

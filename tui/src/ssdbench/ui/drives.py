@@ -15,8 +15,12 @@ from ssdbench.devices import Drive
 from ssdbench.ui import fmt
 from ssdbench.ui.widgets import TopBar
 
-COLUMNS = ("sel", "device", "model", "capacity", "transport", "serial", "firmware", "TRIM",
-           "security", "erase", "health", "temp", "protected")
+# Fixed widths: the table does not shift when a drive appears, and 80 columns show the
+# selection, device, model, capacity, transport and serial (Left/Right scroll the rest).
+COLUMN_WIDTHS = {"sel": 4, "device": 8, "model": 20, "capacity": 9, "transport": 9,
+                 "serial": 16, "firmware": 9, "TRIM": 4, "security": 14, "erase": 16,
+                 "health": 6, "temp": 5, "protected": 30}
+COLUMNS = tuple(COLUMN_WIDTHS)
 
 
 def drive_row(drive: Drive, selected: bool) -> tuple[Text | str, ...]:
@@ -131,8 +135,8 @@ class DrivesScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#drives", DataTable)
-        for c in COLUMNS:
-            table.add_column(c, key=c)
+        for c, width in COLUMN_WIDTHS.items():
+            table.add_column(c, key=c, width=width)
         table.focus()
 
     # ---- driven by the app's message handlers ----

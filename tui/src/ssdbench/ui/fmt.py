@@ -61,13 +61,21 @@ def _resample(values: Sequence[float], width: int) -> list[float]:
     return out
 
 
-def chart(values: Sequence[float], width: int, height: int) -> list[str]:
+def _stretch(values: Sequence[float], width: int) -> list[float]:
+    if not values or len(values) >= width:
+        return list(values)
+    return [values[i * len(values) // width] for i in range(width)]
+
+
+def chart(values: Sequence[float], width: int, height: int, *,
+          stretch: bool = False) -> list[str]:
     """Column chart, newest on the right, ``height`` rows of full/half blocks, scaled to
-    the maximum; each column the mean of its share of the points. Returns the rows, top
+    the maximum; each column the mean of its share of the points (``stretch``: fewer
+    points than columns are widened to fill the width). Returns the rows, top
     first (always ``height`` rows of exactly ``width`` characters)."""
     width = max(1, width)
     height = max(1, height)
-    cols = _resample(values, width)
+    cols = _resample(_stretch(values, width) if stretch else values, width)
     top = max(cols) if cols else 0.0
     levels = [0 if top <= 0 else round(v / top * height * 2) for v in cols]
     levels = [0] * (width - len(levels)) + levels

@@ -144,6 +144,7 @@ class PlanScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#preset", Select).focus()
         self.revalidate()
 
     def _values(self) -> dict[str, str]:

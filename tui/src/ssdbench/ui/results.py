@@ -20,7 +20,9 @@ from ssdbench.ui import fmt
 from ssdbench.ui.engine import DriveOutcome
 from ssdbench.ui.widgets import STATE_STYLE, TopBar, series_chart
 
-COLUMNS = ("drive", "run", "state", "steady IOPS", "stalls", "steady at", "TRIM", "erase")
+COLUMN_WIDTHS = {"drive": 8, "run": 19, "state": 9, "steady IOPS": 11, "stalls": 9,
+                 "steady at": 11, "TRIM": 12, "erase": 30}
+COLUMNS = tuple(COLUMN_WIDTHS)
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class RunSummary:
     steady_state_at_s: int | None = None
     steady_reached: bool | None = None
     trim_verdict: str | None = None
+    trim_reason: str = ""
     erase: str = "-"
     iops: tuple[float, ...] = ()
     problems: tuple[str, ...] = ()
@@ -66,6 +69,7 @@ def summarise(outcomes: list[DriveOutcome]) -> list[RunSummary]:
                     steady_state_at_s=a.iops.steady_state.at_s if a.iops else None,
                     steady_reached=a.iops.steady_state.reached if a.iops else None,
                     trim_verdict=a.trim.verdict if a.trim else None,
+                    trim_reason=a.trim.reason if a.trim else "",
                     erase=erase, iops=iops, problems=a.problems))
             except Exception as exc:  # show the run, say why it has no numbers
                 out.append(RunSummary(d.drive, r.name, r.state, r.error, r.run_dir,
@@ -123,8 +127,8 @@ class ResultsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#results", DataTable)
-        for c in COLUMNS:
-            table.add_column(c, key=c)
+        for c, width in COLUMN_WIDTHS.items():
+            table.add_column(c, key=c, width=width)
         table.focus()
         self.load()
 
@@ -156,14 +160,24 @@ class ResultsScreen(Screen[None]):
             return
         s = self.summaries[max(0, min(table.cursor_row, len(self.summaries) - 1))]
         t = Text()
+        t.append(f"{s.drive} {s.run}: {s.state}", style="bold")
+        t.append(f"   steady mean {fmt.number(s.steady_mean)} IOPS   ")
+        steady = summary_row(s)[5]
+        t.append(f"steady state {steady}\n")
+        if s.zero_seconds is not None:
+            t.append(f"stalls: {s.zero_seconds} s at zero IOPS, longest {s.longest_stall_s} s"
+                     f"   erase: {s.erase}\n")
+        if s.trim_verdict:
+            t.append(f"TRIM: {s.trim_verdict}", style="bold")
+            t.append(f" - {s.trim_reason}\n" if s.trim_reason else "\n")
         if s.error:
             t.append(f"{s.run}: {s.error}\n", style="red")
         for p in s.problems[:3]:
             t.append(f"{p}\n", style="yellow")
         if s.iops:
             width = max(30, (self.size.width or 80) - 2)
-            t.append_text(series_chart(list(s.iops), f"{s.drive} {s.run} IOPS, whole run",
-                                       width, 6))
+            t.append_text(series_chart(list(s.iops), "IOPS, whole torture", width, 5,
+                                       whole=True))
         if s.run_dir is not None:
             t.append(f"\nfiles: {s.run_dir}", style="dim")
         self.query_one("#results-detail", Static).update(t)

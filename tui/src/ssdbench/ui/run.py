@@ -15,7 +15,9 @@ from ssdbench.ui import fmt
 from ssdbench.ui.state import DriveRunState
 from ssdbench.ui.widgets import STATE_STYLE, RunPanel, TopBar, stage_list
 
-COLUMNS = ("drive", "stage", "progress", "ETA", "IOPS", "MiB/s", "state")
+COLUMN_WIDTHS = {"drive": 8, "stage": 20, "progress": 8, "ETA": 7, "IOPS": 9, "MiB/s": 8,
+                 "state": 9}
+COLUMNS = tuple(COLUMN_WIDTHS)
 
 
 def progress_row(state: DriveRunState) -> tuple[Text | str, ...]:
@@ -53,8 +55,8 @@ class RunScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#progress", DataTable)
-        for c in COLUMNS:
-            table.add_column(c, key=c)
+        for c, width in COLUMN_WIDTHS.items():
+            table.add_column(c, key=c, width=width)
         for name, state in self.states.items():
             table.add_row(*progress_row(state), key=name)
         table.focus()
@@ -66,7 +68,7 @@ class RunScreen(Screen[None]):
             return
         table = self.query_one("#progress", DataTable)
         for col, value in zip(COLUMNS, progress_row(state), strict=True):
-            table.update_cell(name, col, value, update_width=True)
+            table.update_cell(name, col, value)
         if name == self._shown:
             self._show(state)
 

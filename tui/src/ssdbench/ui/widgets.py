@@ -80,12 +80,16 @@ def numbers(state: DriveRunState) -> Text:
     return t
 
 
-def series_chart(values: list[float], title: str, width: int, height: int) -> Text:
+def series_chart(values: list[float], title: str, width: int, height: int, *,
+                 whole: bool = False) -> Text:
+    """``whole``: the full series stretched over the width; else the last seconds, newest
+    on the right."""
     t = Text()
     top = max(values) if values else 0.0
     label_w = 8
-    t.append(f"{title} (last {len(values)} s, max {fmt.number(top)})\n", style="bold")
-    rows = fmt.chart(values, max(1, width - label_w), height)
+    span = f"{len(values)} s" if whole else f"last {len(values)} s"
+    t.append(f"{title} ({span}, max {fmt.number(top)})\n", style="bold")
+    rows = fmt.chart(values, max(1, width - label_w), height, stretch=whole)
     for i, row in enumerate(rows):
         label = fmt.number(top) if i == 0 else ("0" if i == len(rows) - 1 else "")
         t.append(f"{label:>{label_w - 1}} ", style="dim")
@@ -112,7 +116,13 @@ class RunPanel(Static):
         t.append("\n")
         values = list(state.iops) if state.iops else list(state.mib_s)
         title = "IOPS" if state.iops else "MiB/s"
-        t.append_text(series_chart(values, title, width, 5))
+        if values:
+            t.append_text(series_chart(values, title, width, 5))
+        elif state.state in ("done", "failed", "cancelled"):
+            t.append(f"Finished: {state.state}. v (or Enter on the table): results.",
+                     style=STATE_STYLE.get(state.state, ""))
+        else:
+            t.append("(no IOPS or MiB/s from this stage)", style="dim")
         t.append("\n")
         t.append("$ ", style="bold")
         t.append(state.command or "-", style="dim")

@@ -1,0 +1,105 @@
+"""The UI's plain-Python parts: run state from Progress events, estimates, text charts,
+plan parsing and presets."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from ssdbench.devices import AtaSecurity, Drive
+from ssdbench.progress import Progress
+from ssdbench.stages.params import ParamError, RunParams
+from ssdbench.ui import fmt
+from ssdbench.ui.engine import Plan, preset_params
+from ssdbench.ui.estimate import estimate
+from ssdbench.ui.plan import build_plan, parse_op_levels
+from ssdbench.ui.state import DriveRunState
+from tests.ui.conftest import LOOP_BUNDLE
+
+
+def loop_drive() -> Drive:
+    from ssdbench.devices import discover
+    from tests.ui.conftest import replay_host
+
+    return next(d for d in discover(replay_host()) if d.name == "loop1")
+
+
+def test_state_follows_progress_and_keeps_series_per_stage() -> None:
+    st = DriveRunState.planned("sdb", [("r", "fill"), ("r", "torture")])
+    st.apply(Progress("sdb", "r", "fill", "running", message="started"))
+    st.apply(Progress("sdb", "r", "fill", "running", fraction=0.5, elapsed_s=1, eta_s=1,
+                      mib_s=500.0))
+    st.apply(Progress("sdb", "r", "fill", "running", fraction=0.5, elapsed_s=1, mib_s=9.0))
+    assert list(st.mib_s) == [500.0]  # same second: not a new point
+    st.apply(Progress("sdb", "r", "fill", "done", message="done"))
+    st.apply(Progress("sdb", "r", "torture", "running", message="started"))
+    assert not st.mib_s  # a new stage starts a new chart
+    for t, v in ((1, 100.0), (2, 300.0)):
+        st.apply(Progress("sdb", "r", "torture", "running", elapsed_s=t, iops=v,
+                          fraction=t / 4))
+    cur = st.current
+    assert cur is not None and cur.name == "torture" and cur.fraction == 0.5
+    assert st.avg_iops == 200.0 and st.last_iops == 300.0
+    st.apply(Progress("sdb", "r", "op-partition", "skipped", message="not built"))
+    assert [s.name for s in st.stages] == ["fill", "torture", "op-partition"]
+    st.finished("failed")
+    assert [s.state for s in st.stages] == ["done", "failed", "skipped"]
+    assert st.log[-1] == "finished: failed"
+
+
+def test_chart_and_bar_use_console_glyphs_only() -> None:
+    rows = fmt.chart([0, 50, 100], width=3, height=2)
+    assert rows == ["  " + fmt.FULL, " " + fmt.FULL + fmt.FULL]
+    assert fmt.chart([10, 20], width=4, height=1, stretch=True) == [
+        fmt.LOWER_HALF * 2 + fmt.FULL * 2]
+    assert fmt.bar(0.5, 4) == fmt.FULL * 2 + fmt.LIGHT * 2
+    text = "".join(rows) + fmt.bar(0.3, 10)
+    text.encode("cp437")  # raises if a glyph is missing from the console font
+
+
+def test_estimate_formula_on_a_recorded_drive() -> None:
+    drive = loop_drive()  # 32 MiB, loop: 300 MiB/s write
+    params = preset_params("quick")
+    est = estimate(drive, [("consistency", 0)], params, "discard")
+    parts = dict(est.parts)
+    assert parts["consistency/erase"] == 10.0
+    assert parts["consistency/fill"] == pytest.approx(32 / 300)
+    assert parts["consistency/torture"] == 300.0
+    sata = dataclasses.replace(drive, transport="sata", size_bytes=500 * 10**9,
+                               ata_security=AtaSecurity(True, False, False, False, False,
+                                                        True, 2, 4))
+    est = estimate(sata, [("trim", 0)], RunParams(), "auto")
+    parts = dict(est.parts)
+    assert parts["trim/erase"] == 4 * 60.0  # enhanced erase time
+    assert parts["trim/fill"] == pytest.approx(500e9 / 2**20 / 400)
+    assert parts["trim/probe-clean"] == pytest.approx(8 * 1024 / 400)
+    assert est.seconds == pytest.approx(sum(parts.values()))
+
+
+def test_plan_parsing_and_refusals() -> None:
+    assert parse_op_levels("0, 25") == (0, 25)
+    for bad, words in (("", "expected percentages"), ("0,0", "repeated"),
+                       ("7x", "whole number"), ("95", "0 to 90")):
+        with pytest.raises(ParamError, match=words):
+            parse_op_levels(bad)
+    drive = loop_drive()
+    values = {"torture_seconds": "60", "op_levels": "0", "probe_gib": "0.5",
+              "fill_passes": "1", "trim_torture_seconds": "60"}
+    with pytest.raises(ParamError, match="no secure erase on loop1"):
+        build_plan("quick", values, "auto", [drive])
+    with pytest.raises(ParamError, match="not supported by loop1"):
+        build_plan("quick", values, "nvme-format-user-data", [drive])
+    plan = build_plan("quick", values, "discard", [drive])
+    assert [r.name for r in plan.runs()] == ["consistency-default", "trim"]
+    assert plan.effective_params().erase_fallback == "discard"
+    assert plan.params.torture_seconds == 60 and plan.params.probe_gib == 0.5
+    diag = build_plan("diagnose", values, "auto", [drive])  # read-only: no erase check
+    assert not diag.destructive and [r.name for r in diag.runs()] == ["diagnose"]
+    assert Plan("review", RunParams(), (0, 25)).runs()[1].name == "consistency-op25"
+
+
+def test_bundle_used_by_the_ui_tests_is_the_expected_one() -> None:
+    listed = json.loads((LOOP_BUNDLE / "list.json").read_text())
+    assert {(d["name"], d["protected"]) for d in listed} == {("loop1", False), ("vda", True)}
