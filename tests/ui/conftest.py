@@ -24,8 +24,10 @@ def replay_host(bundle: Path = LOOP_BUNDLE) -> Host:
 
 
 def ram_destination(_host: Host) -> DestinationView:
-    return DestinationView(Path("/nonexistent/ssdbench"), False, "in RAM (test)",
-                           "test destination")
+    """A stick destination (no toast at start: snapshots stay stable); tests pass
+    results_root for where files really go."""
+    return DestinationView(Path("/nonexistent/ssdbench"), True, "stick (test)",
+                           "test destination", Path("/nonexistent"))
 
 
 def make_app(engine: Engine | None = None, host: Host | None = None,

@@ -125,7 +125,7 @@ async def test_consent_then_run_then_results(tmp_path: Path) -> None:
         assert s.run == RUN and s.state == "done"
         assert s.zero_seconds == 2 and s.longest_stall_s == 2
         assert s.steady_mean is not None and 18000 < s.steady_mean < 22000
-        assert s.erase == "discard NOT verified, not secure"
+        assert s.erase == "discard (not secure-erased)"
         assert str(tmp_path) in text_of(results.query_one("#results-where", Static))
         await pilot.press("escape")
         assert isinstance(app.screen, DrivesScreen)

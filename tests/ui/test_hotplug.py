@@ -47,3 +47,21 @@ async def test_removed_drive_disappears_without_a_keypress() -> None:
         await wait_for(pilot, lambda: [d.name for d in app.drives] == ["loop1"],
                        what="rediscovery after unplug")
         assert "1 drive(s)" in app.drives_screen.status
+
+
+def test_results_held_in_ram_are_copied_when_a_stick_appears(tmp_path) -> None:
+    from pathlib import Path
+
+    from ssdbench.ui.app import copy_from_ram
+    from ssdbench.ui.messages import DestinationView
+
+    ram, stick = tmp_path / "ram", tmp_path / "stick"
+    (ram / "ssdbench" / "drive" / "run").mkdir(parents=True)
+    (ram / "ssdbench" / "drive" / "run" / "iops.csv").write_text("time_s,iops\n0,1\n")
+    old = DestinationView(ram / "ssdbench", False, "in RAM", "no stick", ram)
+    new = DestinationView(stick / "ssdbench", True, "stick", "stick", stick)
+    assert copy_from_ram(new, old) == 0  # stick → RAM: never
+    assert copy_from_ram(old, new) == 1
+    copied = Path(stick / "ssdbench" / "drive" / "run" / "iops.csv")
+    assert copied.read_text() == "time_s,iops\n0,1\n"
+    assert copy_from_ram(old, new) == 0  # already there

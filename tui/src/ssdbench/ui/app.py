@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -41,24 +42,30 @@ from ssdbench.ui.run import RunScreen
 from ssdbench.ui.state import DriveRunState
 from ssdbench.ui.widgets import TopBar
 
-DEFAULT_RESULTS = Path("/run/ssdbench/results/ssdbench")  # = `ssdbench run` --results default
+DEFAULT_RESULTS = Path("/run/ssdbench/ram/ssdbench")  # used only if finding the stick fails
 POLL_INTERVAL_S = 2.0
 
 
 def find_destination(host: Host) -> DestinationView:
-    """The single call site of ssdbench.results.destination (RAM default until it exists)."""
-    try:
-        from ssdbench.results import destination as dest_mod
-    except ImportError:
-        dest_mod = None  # type: ignore[assignment]
-    finder = getattr(dest_mod, "find_destination", None)
-    if finder is not None:
-        d = finder(host)
-        return DestinationView(Path(d.path), bool(d.on_stick), str(d.label),
-                               str(d.description))
-    return DestinationView(DEFAULT_RESULTS, False, f"in RAM ({DEFAULT_RESULTS})",
-                           "No SSDRESULTS stick: results are held in RAM and lost at "
-                           "power-off unless copied.")
+    """The single call site of ssdbench.results.destination (mounts the SSDRESULTS stick
+    when it is not mounted yet; RAM otherwise)."""
+    from ssdbench.results.destination import find_destination as find
+
+    d = find(host)
+    if d.on_stick:
+        label = f"stick {d.device or ''} ({d.root})"
+    else:
+        label = "in RAM - no SSDRESULTS stick"
+    return DestinationView(d.results_dir, d.on_stick, label, d.description, d.root)
+
+
+def copy_from_ram(old: DestinationView, new: DestinationView) -> int:
+    """Results held in RAM go onto the stick that just appeared (nothing is deleted)."""
+    if old.on_stick or not new.on_stick or old.root is None or new.root is None:
+        return 0
+    from ssdbench.results.destination import copy_pending
+
+    return copy_pending(old.root, new.root)
 
 
 def block_devices_signature(host: Host) -> tuple[str, ...]:
@@ -131,12 +138,20 @@ class SsdbenchApp(App[int]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="destination")
     def locate_destination(self) -> None:
+        previous = self.destination
         try:
             dest = self.destination_finder(self.host)
         except Exception as exc:
-            dest = DestinationView(DEFAULT_RESULTS, False, f"in RAM ({DEFAULT_RESULTS})",
+            dest = DestinationView(DEFAULT_RESULTS, False, "in RAM",
                                    f"finding the results stick failed: {exc}")
-        self.post_message(DestinationFound(dest))
+        copied = 0
+        if previous is not None and self.running == 0:
+            try:
+                copied = copy_from_ram(previous, dest)
+            except OSError as exc:
+                dest = replace(dest, description=f"{dest.description}; copying the results "
+                               f"held in RAM failed: {exc}")
+        self.post_message(DestinationFound(dest, copied))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="hotplug")
     def watch_block_devices(self) -> None:
@@ -199,9 +214,19 @@ class SsdbenchApp(App[int]):
         if self.running == 0:
             self.drives_screen.set_status("Drives changed: looking again...")
             self.discover()
+            if self.destination is not None and not self.destination.on_stick:
+                self.locate_destination()  # a results stick may just have been plugged in
 
     def on_destination_found(self, message: DestinationFound) -> None:
+        first = self.destination is None
+        changed = self.destination != message.destination
         self.destination = message.destination
+        if changed and (not first or not message.destination.on_stick):
+            self.notify(message.destination.description, title="Results",
+                        severity="information" if message.destination.on_stick else "warning")
+        if message.copied:
+            self.notify(f"{message.copied} file(s) held in RAM copied to the stick.",
+                        title="Results")
         for bar in self.query(TopBar):
             bar.refresh_destination()
         for screen in self.screen_stack:
@@ -299,6 +324,7 @@ class SsdbenchApp(App[int]):
         self.push_screen(ConfirmScreen("Cancel the run on every drive?"), done)
 
     def open_results(self) -> None:
+        self.clear_notifications()
         self.push_screen(ResultsScreen(list(self.outcomes), self.results_root,
                                        list(self.plan_notes)))
 

@@ -16,10 +16,11 @@ from ssdbench.ui.engine import DriveOutcome
 class DestinationView:
     """Where results go (ssdbench.results.destination.Destination, or the default)."""
 
-    path: Path
+    path: Path  # the results folder runs write into (<root>/ssdbench)
     on_stick: bool
-    label: str
-    description: str
+    label: str  # short, for the top bar
+    description: str  # one line: why RAM, which stick
+    root: Path | None = None  # the destination root (mount point or RAM folder)
 
 
 class DrivesDiscovered(Message):
@@ -41,9 +42,10 @@ class BlockDevicesChanged(Message):
 
 
 class DestinationFound(Message):
-    def __init__(self, destination: DestinationView) -> None:
+    def __init__(self, destination: DestinationView, copied: int = 0) -> None:
         super().__init__()
         self.destination = destination
+        self.copied = copied  # files copied from RAM onto a stick that just appeared
 
 
 class RunProgress(Message):

@@ -84,9 +84,10 @@ def _erase_text(run_json: Path) -> str:
         return "-"
     if not isinstance(erase, dict):
         return "-"
-    verified = "verified" if erase.get("verified") else "NOT verified"
-    secure = "" if erase.get("secure", True) else ", not secure"
-    return f"{erase.get('method', '?')} {verified}{secure}"
+    method = erase.get("method", "?")
+    if not erase.get("secure", True):
+        return f"{method} (not secure-erased)"
+    return f"{method}, {'verified' if erase.get('verified') else 'NOT verified'}"
 
 
 def summary_row(s: RunSummary) -> tuple[Text | str, ...]:

@@ -15,16 +15,17 @@ from ssdbench.ui import fmt
 from ssdbench.ui.state import DriveRunState
 from ssdbench.ui.widgets import STATE_STYLE, RunPanel, TopBar, stage_list
 
-COLUMN_WIDTHS = {"drive": 8, "stage": 20, "progress": 8, "ETA": 7, "IOPS": 9, "MiB/s": 8,
-                 "state": 9}
+COLUMN_WIDTHS = {"drive": 8, "stage": 18, "progress": 8, "ETA": 7, "IOPS": 9, "MiB/s": 8,
+                 "state": 10}
 COLUMNS = tuple(COLUMN_WIDTHS)
 
 
 def progress_row(state: DriveRunState) -> tuple[Text | str, ...]:
     cur = state.current
-    stage = cur.name if cur else f"{state.done_count}/{len(state.stages)} stages"
+    done = sum(1 for s in state.stages if s.state == "done")
+    stage = cur.name if cur else f"{done}/{len(state.stages)} stages done"
     pct = "-" if cur is None or cur.fraction is None else f"{cur.fraction * 100:.0f}%"
-    return (state.drive, stage[:20], pct, fmt.duration(cur.eta_s if cur else None),
+    return (state.drive, stage[:18], pct, fmt.duration(cur.eta_s if cur else None),
             fmt.number(state.last_iops), fmt.number(state.last_mib_s, digits=1),
             Text(state.state, style=STATE_STYLE.get(state.state, "")))
 
