@@ -8,8 +8,9 @@ import math
 import threading
 from pathlib import Path
 
+from ssdbench.plan.engine import DriveOutcome, RunOutcome
 from ssdbench.progress import Progress
-from ssdbench.ui.engine import DriveOutcome, RunOutcome, ScriptedEngine, Step
+from ssdbench.ui.engine import ScriptedEngine, Step
 
 RUN = "consistency-default"
 
@@ -75,5 +76,5 @@ def scripted_engine(results: Path, drive: str = "loop1",
     steps += tail
     run_dir = results / f"20261121T145300Z_unknown_{drive}" / RUN
     write_run(run_dir)
-    outcome = DriveOutcome(drive, run_dir.parent, (RunOutcome(RUN, "done", None, run_dir),))
+    outcome = DriveOutcome(drive, drive, run_dir.parent, (RunOutcome(RUN, "done", None, run_dir),))
     return ScriptedEngine({drive: steps}, {drive: outcome})

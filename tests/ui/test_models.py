@@ -12,7 +12,7 @@ from ssdbench.devices import AtaSecurity, Drive
 from ssdbench.progress import Progress
 from ssdbench.stages.params import ParamError, RunParams
 from ssdbench.ui import fmt
-from ssdbench.ui.engine import Plan, preset_params
+from ssdbench.ui.engine import plan_with, preset_plan
 from ssdbench.ui.estimate import estimate
 from ssdbench.ui.plan import build_plan, parse_op_levels
 from ssdbench.ui.state import DriveRunState
@@ -61,16 +61,17 @@ def test_chart_and_bar_use_console_glyphs_only() -> None:
 
 def test_estimate_formula_on_a_recorded_drive() -> None:
     drive = loop_drive()  # 32 MiB, loop: 300 MiB/s write
-    params = preset_params("quick")
+    params = preset_plan("quick").params
     est = estimate(drive, [("consistency", 0)], params, "discard")
     parts = dict(est.parts)
     assert parts["consistency/erase"] == 10.0
     assert parts["consistency/fill"] == pytest.approx(32 / 300)
-    assert parts["consistency/torture"] == 300.0
+    assert parts["consistency/torture"] == params.torture_seconds
     sata = dataclasses.replace(drive, transport="sata", size_bytes=500 * 10**9,
                                ata_security=AtaSecurity(True, False, False, False, False,
                                                         True, 2, 4))
-    est = estimate(sata, [("trim", 0)], RunParams(), "auto")
+    sata = dataclasses.replace(sata, erase_methods=("ata-security-erase-enhanced",))
+    est = estimate(sata, [("trim", 0)], RunParams(), "fail")
     parts = dict(est.parts)
     assert parts["trim/erase"] == 4 * 60.0  # enhanced erase time
     assert parts["trim/fill"] == pytest.approx(500e9 / 2**20 / 400)
@@ -88,16 +89,17 @@ def test_plan_parsing_and_refusals() -> None:
     values = {"torture_seconds": "60", "op_levels": "0", "probe_gib": "0.5",
               "fill_passes": "1", "trim_torture_seconds": "60"}
     with pytest.raises(ParamError, match="no secure erase on loop1"):
-        build_plan("quick", values, "auto", [drive])
-    with pytest.raises(ParamError, match="not supported by loop1"):
-        build_plan("quick", values, "nvme-format-user-data", [drive])
+        build_plan("quick", values, "fail", [drive])
     plan = build_plan("quick", values, "discard", [drive])
-    assert [r.name for r in plan.runs()] == ["consistency-default", "trim"]
-    assert plan.effective_params().erase_fallback == "discard"
+    assert [r.name for r in plan.runs] == ["consistency-default", "trim"]
+    assert plan.params.erase_fallback == "discard"
     assert plan.params.torture_seconds == 60 and plan.params.probe_gib == 0.5
-    diag = build_plan("diagnose", values, "auto", [drive])  # read-only: no erase check
-    assert not diag.destructive and [r.name for r in diag.runs()] == ["diagnose"]
-    assert Plan("review", RunParams(), (0, 25)).runs()[1].name == "consistency-op25"
+    diag = build_plan("diagnose", values, "fail", [drive])  # read-only: no erase check
+    assert not diag.destructive and [r.name for r in diag.runs] == ["diagnose"]
+    review = plan_with("review", {}, (0, 10, 25), "fail")
+    assert [r.name for r in review.runs] == ["consistency-default", "consistency-op10",
+                                             "consistency-op25", "trim"]
+    assert review.params.torture_seconds == 2000
 
 
 def test_bundle_used_by_the_ui_tests_is_the_expected_one() -> None:

@@ -173,7 +173,7 @@ class SsdbenchApp(App[int]):
                 stop.wait(0.2)
                 waited += 0.2
 
-    def _run_drive(self, drive: Drive, plan: Plan, root: Path) -> None:
+    def _run_drive(self, drive: Drive, plan: Plan, root: Path, index: int, count: int) -> None:
         def progress(ev: Progress) -> None:
             self.post_message(RunProgress(ev))
 
@@ -181,12 +181,13 @@ class SsdbenchApp(App[int]):
             self.post_message(RunCommand(drive.name, text))
 
         try:
-            outcome = self.engine.run_drive(drive, plan, results_root=root, progress=progress,
+            outcome = self.engine.run_drive(drive, plan, index=index, count=count,
+                                            results_root=root, progress=progress,
                                             on_command=command, cancel=self.cancel_event)
         except Exception as exc:  # the adapter should not raise; still show it
             from ssdbench.ui.engine import RunOutcome
 
-            outcome = DriveOutcome(drive.name, None, (RunOutcome(
+            outcome = DriveOutcome(drive.name, drive.consent_id, None, (RunOutcome(
                 "-", "failed", f"{type(exc).__name__}: {exc}", None),))
         self.post_message(DriveFinished(outcome))
 
@@ -303,16 +304,16 @@ class SsdbenchApp(App[int]):
         self.plan_notes = []
         self.run_states = {
             d.name: DriveRunState.planned(
-                d.name, [(r.name, s) for r in plan.runs() for s in stage_names(r.kind)])
+                d.name, [(r.name, s) for r in plan.runs for s in stage_names(r)])
             for d in drives
         }
         self.running = len(drives)
         self.run_screen = RunScreen(self.run_states)
         self.switch_screen(self.run_screen)  # replaces the plan screen
         root = self.results_root
-        for d in drives:
-            self.run_worker(lambda d=d: self._run_drive(d, plan, root), thread=True,
-                            exit_on_error=False, group="run", name=f"run-{d.name}")
+        for i, d in enumerate(drives):
+            self.run_worker(lambda d=d, i=i: self._run_drive(d, plan, root, i, len(drives)),
+                            thread=True, exit_on_error=False, group="run", name=f"run-{d.name}")
 
     def ask_cancel(self) -> None:
         def done(yes: bool | None) -> None:

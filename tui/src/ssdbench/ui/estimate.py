@@ -4,8 +4,8 @@
           | read scan + random read                                          (diagnose)
 
     span       = size × (100 − op) / 100
-    erase      = the drive's ATA erase estimate (enhanced when the method is enhanced;
-                 normal otherwise), else 60 s (NVMe sanitize/format), 10 s for discard
+    erase      = no secure method: 10 s (discard); ATA: the drive's own erase estimate
+                 (enhanced when supported); else 60 s (NVMe sanitize/format)
     fill       = span × fill_passes / write speed
     torture    = torture_seconds (consistency) or trim_torture_seconds (trim)
     probe      = min(probe size, span) / write speed, three probes in a TRIM run
@@ -51,13 +51,13 @@ def expected_speed(drive: Drive) -> tuple[float, float]:
     return EXPECTED_SPEED.get(drive.transport, DEFAULT_SPEED)
 
 
-def erase_seconds(drive: Drive, erase_method: str) -> float:
-    if erase_method == "discard":
+def erase_seconds(drive: Drive, erase_fallback: str) -> float:
+    """The engine uses the best secure method the drive has; without one, discard."""
+    if not drive.erase_methods:
         return DISCARD_S
     sec = drive.ata_security
     if sec is not None and drive.nvme is None:
-        enhanced = erase_method.endswith("enhanced") or (
-            erase_method == "auto" and sec.enhanced_supported)
+        enhanced = sec.enhanced_supported
         minutes = sec.enhanced_erase_minutes if enhanced else sec.erase_minutes
         if minutes is None:
             minutes = sec.erase_minutes or sec.enhanced_erase_minutes
@@ -67,7 +67,7 @@ def erase_seconds(drive: Drive, erase_method: str) -> float:
 
 
 def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
-             erase_method: str) -> Estimate:
+             erase_fallback: str = "fail") -> Estimate:
     """``runs`` is [(kind, op_percent)] in plan order."""
     write, read = expected_speed(drive)
     parts: list[tuple[str, float]] = []
@@ -78,7 +78,7 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
             parts.append((f"{label}/randread", float(params.random_read_seconds)))
             continue
         span = drive.size_bytes * (100 - op) / 100
-        parts.append((f"{label}/erase", erase_seconds(drive, erase_method)))
+        parts.append((f"{label}/erase", erase_seconds(drive, erase_fallback)))
         fill = span * params.fill_passes / MIB / write
         probe = min(params.probe_bytes, span) / MIB / write
         if kind == "trim":

@@ -12,27 +12,28 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Select, Static
 
 from ssdbench.devices import Drive
+from ssdbench.plan.plans import PlanError
 from ssdbench.stages.params import ParamError, RunParams
 from ssdbench.ui import fmt
 from ssdbench.ui.engine import (
-    ERASE_AUTO,
-    ERASE_DISCARD,
-    PRESET_HELP,
+    ERASE_CHOICES,
+    ERASE_SECURE,
     PRESETS,
     Plan,
+    plan_with,
     preset_op_levels,
-    preset_params,
+    preset_plan,
 )
 from ssdbench.ui.estimate import estimate
 from ssdbench.ui.widgets import TopBar
 
-# (input id, plan key, label)
+# (input id = plan key, label)
 FIELDS = (
-    ("torture_seconds", "torture_seconds", "Torture (s)"),
-    ("trim_torture_seconds", "trim_torture_seconds", "TRIM torture (s)"),
-    ("op_levels", "op_levels", "OP levels (%)"),
-    ("probe_gib", "probe_gib", "Probe (GiB)"),
-    ("fill_passes", "fill_passes", "Fill passes"),
+    ("torture_seconds", "Torture (s)"),
+    ("trim_torture_seconds", "TRIM torture (s)"),
+    ("op_levels", "OP levels (%)"),
+    ("probe_gib", "Probe (GiB)"),
+    ("fill_passes", "Fill passes"),
 )
 
 
@@ -51,29 +52,26 @@ def parse_op_levels(text: str) -> tuple[int, ...]:
     return tuple(levels)
 
 
-def build_plan(preset: str, values: dict[str, str], erase_method: str,
+def build_plan(preset: str, values: dict[str, str], erase_fallback: str,
                drives: list[Drive]) -> Plan:
     """The plan from the form; raises ParamError naming the field and the expected form."""
-    params = preset_params(preset).with_values(
-        {k: v for k, v in values.items() if k != "op_levels"}, source="plan")
-    ops = parse_op_levels(values.get("op_levels", "0")) if preset in ("review", "quick") \
-        else (0,)
-    if preset != "diagnose" and erase_method == ERASE_AUTO:
+    ops = parse_op_levels(values.get("op_levels", "0"))
+    try:
+        plan = plan_with(preset, {k: v for k, v in values.items() if k != "op_levels"},
+                         ops, erase_fallback)
+    except PlanError as exc:
+        raise ParamError(str(exc)) from None
+    if plan.destructive and erase_fallback == ERASE_SECURE:
         none = [d.name for d in drives if not d.erase_methods]
         if none:
-            raise ParamError("erase method auto: no secure erase on " + ", ".join(none)
-                             + " (virtual disk, USB bridge or no erase command); choose "
-                             "discard to test without a secure erase")
-    if preset != "diagnose" and erase_method not in (ERASE_AUTO, ERASE_DISCARD):
-        missing = [d.name for d in drives if erase_method not in d.erase_methods]
-        if missing:
-            raise ParamError(f"erase method {erase_method}: not supported by "
-                             + ", ".join(missing) + " (choose auto or discard)")
-    return Plan(preset, params, ops, erase_method)
+            raise ParamError("no secure erase on " + ", ".join(none) + " (virtual disk, "
+                             "USB bridge or no erase command): choose \"secure erase, else "
+                             "discard\" to test it without a secure erase")
+    return plan
 
 
 def form_values(preset: str) -> dict[str, str]:
-    p = preset_params(preset)
+    p = preset_plan(preset).params
     return {"torture_seconds": str(p.torture_seconds),
             "trim_torture_seconds": str(p.trim_torture_seconds),
             "op_levels": ",".join(str(o) for o in preset_op_levels(preset)),
@@ -82,17 +80,16 @@ def form_values(preset: str) -> dict[str, str]:
 
 def plan_summary(plan: Plan, drives: list[Drive]) -> Text:
     t = Text()
-    runs = plan.runs()
     t.append("Runs: ", style="bold")
-    t.append(", ".join(r.name for r in runs) + "\n")
+    t.append(", ".join(r.name for r in plan.runs) + "\n")
     if plan.destructive:
         t.append("DESTROYS ALL DATA on the drives below (consent next).\n", style="bold red")
     else:
         t.append("Read-only: nothing is written to the drives.\n", style="green")
     total = 0.0
     for d in drives:
-        est = estimate(d, [(r.kind, r.op_percent) for r in runs], plan.params,
-                       plan.erase_method)
+        est = estimate(d, [(r.kind, r.op_percent) for r in plan.runs], plan.params,
+                       plan.params.erase_fallback)
         total = max(total, est.seconds)
         t.append(f"  {d.name:<9} {fmt.size(d.size_bytes):>9}  {d.model[:24] or '-':<24} "
                  f"about {fmt.duration(est.seconds)}\n")
@@ -114,12 +111,6 @@ class PlanScreen(Screen[None]):
         self.preset = "quick"
         self.plan: Plan | None = None
 
-    def erase_choices(self) -> list[tuple[str, str]]:
-        methods = sorted({m for d in self.drives for m in d.erase_methods})
-        return ([("auto: best secure erase", ERASE_AUTO),
-                 ("discard (not secure-erased)", ERASE_DISCARD)]
-                + [(m, m) for m in methods])
-
     def compose(self) -> ComposeResult:
         yield TopBar()
         with VerticalScroll(id="plan-form"):
@@ -129,16 +120,16 @@ class PlanScreen(Screen[None]):
                 yield Label("Preset", classes="label")
                 yield Select([(p, p) for p in PRESETS], value=self.preset,
                              allow_blank=False, compact=True, id="preset")
-            yield Static(PRESET_HELP[self.preset], id="preset-help")
+            yield Static(preset_plan(self.preset).description, id="preset-help")
             with Horizontal(classes="field"):
                 yield Label("Erase method", classes="label")
-                yield Select(self.erase_choices(), value=ERASE_AUTO, allow_blank=False,
+                yield Select(list(ERASE_CHOICES), value=ERASE_SECURE, allow_blank=False,
                              compact=True, id="erase")
             values = form_values(self.preset)
-            for input_id, key, label in FIELDS:
+            for key, label in FIELDS:
                 with Horizontal(classes="field"):
                     yield Label(label, classes="label")
-                    yield Input(values[key], id=input_id, compact=True)
+                    yield Input(values[key], id=key, compact=True)
             yield Static("", id="plan-error")
             yield Static("", id="plan-summary")
         yield Footer()
@@ -148,7 +139,7 @@ class PlanScreen(Screen[None]):
         self.revalidate()
 
     def _values(self) -> dict[str, str]:
-        return {key: self.query_one(f"#{iid}", Input).value for iid, key, _ in FIELDS}
+        return {key: self.query_one(f"#{key}", Input).value for key, _ in FIELDS}
 
     def revalidate(self) -> None:
         erase = self.query_one("#erase", Select).value
@@ -166,9 +157,10 @@ class PlanScreen(Screen[None]):
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "preset" and event.value != self.preset:
             self.preset = str(event.value)
-            self.query_one("#preset-help", Static).update(PRESET_HELP[self.preset])
-            for iid, key, _ in FIELDS:
-                self.query_one(f"#{iid}", Input).value = form_values(self.preset)[key]
+            self.query_one("#preset-help", Static).update(
+                preset_plan(self.preset).description)
+            for key, _ in FIELDS:
+                self.query_one(f"#{key}", Input).value = form_values(self.preset)[key]
         self.revalidate()
 
     def on_input_changed(self, _event: Input.Changed) -> None:
