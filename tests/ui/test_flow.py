@@ -165,3 +165,36 @@ async def test_help_screen_opens_and_closes() -> None:
         assert type(app.screen).__name__ == "HelpScreen"
         await pilot.press("f1")
         assert isinstance(app.screen, DrivesScreen)
+
+
+async def test_a_failed_stage_is_shown_with_its_reason(tmp_path: Path) -> None:
+    from ssdbench.plan.engine import DriveOutcome, RunOutcome
+    from ssdbench.progress import Progress
+    from ssdbench.ui.engine import ScriptedEngine, Step
+
+    reason = "secure erase failed: drive is frozen; suspend/resume did not unfreeze it"
+    steps = [Step(event=Progress("loop1", RUN, "erase", "running", message="started")),
+             Step(event=Progress("loop1", RUN, "erase", "failed", message=reason))]
+    outcome = DriveOutcome("loop1", "loop1", None,
+                           (RunOutcome(RUN, "failed", f"stage erase: {reason}", None),))
+    app = make_app(ScriptedEngine({"loop1": steps}, {"loop1": outcome}),
+                   results_root=tmp_path)
+    async with app.run_test(size=(80, 25)) as pilot:
+        screen = await to_plan(pilot, app)
+        await fill_plan(pilot, screen)
+        await pilot.press("ctrl+s", *"oop1", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), what="run screen")
+        run = app.screen
+        assert isinstance(run, RunScreen)
+        await wait_for(pilot, lambda: run.finished, what="finished")
+        state = app.run_states["loop1"]
+        assert state.state == "failed"
+        stages = {s.name: s.state for s in state.stages if s.run == RUN}
+        assert stages["erase"] == "failed" and stages["torture"] == "skipped"
+        assert any(reason in line for line in state.log)
+        assert "Finished: failed" in text_of(run.query_one("#panel", Static))
+        await pilot.press("v")
+        await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
+                       and bool(app.screen.summaries), what="results")
+        detail = text_of(app.screen.query_one("#results-detail", Static))
+        assert "failed" in detail and "frozen" in detail

@@ -105,3 +105,14 @@ def test_plan_parsing_and_refusals() -> None:
 def test_bundle_used_by_the_ui_tests_is_the_expected_one() -> None:
     listed = json.loads((LOOP_BUNDLE / "list.json").read_text())
     assert {(d["name"], d["protected"]) for d in listed} == {("loop1", False), ("vda", True)}
+
+
+def test_chart_shows_mib_s_for_sequential_and_iops_for_random_stages() -> None:
+    from ssdbench.ui.widgets import chart_series
+
+    st = DriveRunState.planned("sdb", [("r", "fill"), ("r", "torture")])
+    st.apply(Progress("sdb", "r", "fill", "running", elapsed_s=1, iops=4000.0, mib_s=500.0))
+    assert chart_series(st) == ([500.0], "MiB/s")
+    st.apply(Progress("sdb", "r", "fill", "done"))
+    st.apply(Progress("sdb", "r", "torture", "running", elapsed_s=1, iops=9e4, mib_s=350.0))
+    assert chart_series(st) == ([9e4], "IOPS")

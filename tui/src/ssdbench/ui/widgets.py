@@ -97,6 +97,20 @@ def series_chart(values: list[float], title: str, width: int, height: int, *,
     return t
 
 
+RANDOM_STAGES = ("torture", "randread")  # IOPS is the measure; elsewhere MiB/s
+
+
+def chart_series(state: DriveRunState) -> tuple[list[float], str]:
+    """IOPS for random stages, MiB/s for sequential ones (fill, probes, read scan)."""
+    cur = state.current
+    random = cur.name in RANDOM_STAGES if cur is not None else bool(state.iops)
+    if random and state.iops:
+        return list(state.iops), "IOPS"
+    if state.mib_s:
+        return list(state.mib_s), "MiB/s"
+    return list(state.iops), "IOPS"
+
+
 class RunPanel(Static):
     """Everything about one drive's run (stages, bar, numbers, chart, command)."""
 
@@ -114,8 +128,7 @@ class RunPanel(Static):
         t.append("\n")
         t.append_text(numbers(state))
         t.append("\n")
-        values = list(state.iops) if state.iops else list(state.mib_s)
-        title = "IOPS" if state.iops else "MiB/s"
+        values, title = chart_series(state)
         if values:
             t.append_text(series_chart(values, title, width, 5))
         elif state.state in ("done", "failed", "cancelled"):
