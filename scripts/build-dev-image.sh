@@ -199,7 +199,9 @@ rm -rf "$root"/usr/share/{doc,man,info,locale,lintian,bug,menu,bash-completion,z
     "$root"/usr/lib/x86_64-linux-gnu/perl* "$root"/var/cache/* "$root"/var/lib/dpkg \
     "$site"/*/tests "$site"/*/testing/tests "$site"/matplotlib/mpl-data/sample_data \
     "$site"/numpy/*/tests "$site"/numpy/_core/include "$site"/numpy/core/include \
-    "$root"/usr/lib/x86_64-linux-gnu/ceph "$root"/usr/share/keyboard "$root"/etc/console-setup
+    "$root"/usr/share/keyboard "$root"/etc/console-setup
+# fio links librados (its rbd engine): keep libceph-common, drop ceph's plugins
+find "$root/usr/lib/x86_64-linux-gnu/ceph" -mindepth 1 -type d -prune -exec rm -rf {} +
 # glibc's character set converters: only what Python and the tools use.
 find "$root/usr/lib/x86_64-linux-gnu/gconv" -name '*.so' ! -name 'UTF-*' ! -name 'UNICODE.so' \
     ! -name 'ISO8859-1.so' ! -name 'IBM437.so' -delete 2>/dev/null || true
@@ -218,6 +220,16 @@ chroot "$root" /usr/bin/python3 -m compileall -q -j 0 --invalidation-mode unchec
     die "byte-compiling in the staged root failed"
 umount "$root/dev/shm"
 trap - EXIT
+# Every tool the appliance runs must find its shared libraries after the stripping above.
+for tool in fio nvme hdparm smartctl python3 lsblk blkid sfdisk sgdisk mkfs.vfat setfont kmod \
+    blkdiscard wipefs busybox; do
+    path=$(cd "$root" && ls usr/bin/$tool usr/sbin/$tool 2>/dev/null | head -1 || true)
+    [[ -n $path ]] || die "$tool missing from the root filesystem"
+    if chroot "$root" /lib64/ld-linux-x86-64.so.2 --list "/$path" 2>&1 | grep -q 'not found'; then
+        chroot "$root" /lib64/ld-linux-x86-64.so.2 --list "/$path" | grep 'not found' >&2
+        die "/$path: shared libraries missing"
+    fi
+done
 mknod -m 600 "$root/dev/console" c 5 1 2>/dev/null || true
 mknod -m 666 "$root/dev/null" c 1 3 2>/dev/null || true
 

@@ -13,7 +13,8 @@
 #                          serial, safe (written to the stick's grubenv; menu timeout 0)
 #     --append ARGS        extra kernel arguments (through grubenv)
 #     --cmd COMMAND        run COMMAND in the guest (ssdbench.cmd=), output between markers on
-#                          the serial console, then power off (dev/test only)
+#                          the serial console, then power off (dev/test only; no " \ or $:
+#                          put a script with --put and run `sh /mnt/ssdresults/NAME`)
 #     --kiosk-config FILE  copy FILE to the stick's SSDRESULTS as ssdbench.toml before boot
 #     --put FILE           copy FILE to the root of the stick's SSDRESULTS (repeatable)
 #     --prepare-only       prepare WORKDIR/stick.img (grubenv, files) and stop; boot it later
@@ -71,7 +72,9 @@ for tool in qemu-system-x86_64 mcopy sfdisk; do
 done
 [[ -f $image ]] || die "no image $image (make dev-image)"
 case $entry in '' | interactive | kiosk | diagnose | serial | safe) ;; *) die "unknown --entry $entry" ;; esac
-[[ $cmd == *'"'* || $cmd == *\\* ]] && die "--cmd cannot contain double quotes or backslashes"
+# GRUB's eval would expand $ and eat quotes/backslashes: longer scripts go in with --put.
+[[ $cmd == *'"'* || $cmd == *\\* || $cmd == *'$'* ]] &&
+    die "--cmd cannot contain \", \\ or \$ (put a script on the stick with --put and run it)"
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 results=${results:-$work/results}

@@ -3,8 +3,10 @@
 #   post-image.sh BINARIES_DIR
 # BINARIES_DIR holds bzImage and rootfs.cpio.zst (or .xz/.gz/.lz4), optionally image-id.
 # Writes BINARIES_DIR/$SSDBENCH_IMAGE_NAME (default ssdbench.img).
-# Environment: SSDBENCH_RESULTS_SIZE (FAT32 SSDRESULTS size, default 256M); HOST_DIR (Buildroot:
-# grub-mkimage, GRUB modules and genimage are taken from there when present, else the host's).
+# Environment: SSDBENCH_RESULTS_SIZE (FAT32 SSDRESULTS size, default 256M); Buildroot's
+# HOST_DIR (grub-mkimage, genimage) and BUILD_DIR (grub2-*/build-{i386-pc,x86_64-efi}/grub-core)
+# are used when set, else the host's tools and /usr/lib/grub (Debian grub-pc-bin,
+# grub-efi-amd64-bin). Both builds make their GRUB core images here, from grub-early.cfg.
 set -euo pipefail
 bin=${1:?usage: post-image.sh BINARIES_DIR}
 bin=$(cd "$bin" && pwd)
@@ -18,8 +20,15 @@ pick() { for p in "$@"; do if [[ -e $p ]]; then echo "$p"; return 0; fi; done; r
 
 host=${HOST_DIR:-/nonexistent}
 mkimage=$(pick "$host/bin/grub-mkimage" /usr/bin/grub-mkimage) || die "grub-mkimage not found"
-pc_dir=$(pick "$host/lib/grub/i386-pc" /usr/lib/grub/i386-pc) || die "GRUB i386-pc modules not found (grub-pc-bin)"
-efi_dir=$(pick "$host/lib/grub/x86_64-efi" /usr/lib/grub/x86_64-efi) || die "GRUB x86_64-efi modules not found (grub-efi-amd64-bin)"
+# Buildroot: the target GRUB's module directories (its host GRUB has no platform directory).
+build=${BUILD_DIR:-/nonexistent}
+pc_dir=$(pick "$build"/grub2-*/build-i386-pc/grub-core/boot.img "$host/lib/grub/i386-pc/boot.img" \
+    /usr/lib/grub/i386-pc/boot.img) || die "GRUB i386-pc modules not found (grub-pc-bin)"
+pc_dir=$(dirname "$pc_dir")
+efi_dir=$(pick "$build"/grub2-*/build-x86_64-efi/grub-core/normal.mod \
+    "$host/lib/grub/x86_64-efi/normal.mod" /usr/lib/grub/x86_64-efi/normal.mod) ||
+    die "GRUB x86_64-efi modules not found (grub-efi-amd64-bin)"
+efi_dir=$(dirname "$efi_dir")
 genimage=$(pick "$host/bin/genimage" /usr/bin/genimage) || die "genimage not found"
 [[ -f $bin/bzImage ]] || die "$bin/bzImage missing"
 initrd=$(pick "$bin"/rootfs.cpio.{zst,xz,gz,lz4}) || die "no rootfs.cpio.{zst,xz,gz,lz4} in $bin"

@@ -1,0 +1,199 @@
+"""The e2e rig: boot the dev image in QEMU through scripts/run-qemu.sh and read what happened.
+
+Every boot gets its own work directory (drives, the stick copy, serial logs, results), a
+**bystander** drive filled with a known pattern that nothing may touch, and checksums of the
+stick's boot partition before and after, so each test can assert both were left alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ssdbench.system import SystemRunner
+
+REPO = Path(__file__).resolve().parents[2]
+RUN_QEMU = REPO / "scripts" / "run-qemu.sh"
+BUILD_DEV_IMAGE = REPO / "scripts" / "build-dev-image.sh"
+DEV_IMAGE_DIR = REPO / "build" / "dev-image"
+DEV_IMAGE = DEV_IMAGE_DIR / "ssdbench-dev.img"
+
+BYSTANDER_SERIAL = "SSDBBYSTANDER01"
+BYSTANDER_BYTES = 64 * 1024 * 1024
+BOOT_TIMEOUT_S = 420
+CMD_BEGIN = "=== SSDBENCH-CMD-BEGIN ==="
+_CMD_END = re.compile(r"^=== SSDBENCH-CMD-END rc=(\d+) uptime=([\d.]+) ===$", re.M)
+_SECTION = re.compile(r"^--- ([\w.-]+) ---$", re.M)
+_KERNEL_LINE = re.compile(r"^\[\s*\d+\.\d+\] ")
+
+
+def build_dev_image() -> Path:
+    """Build (or reuse, when its inputs are unchanged) the dev image."""
+    SystemRunner().run([str(BUILD_DEV_IMAGE)], timeout=3600)
+    return DEV_IMAGE
+
+
+def write_pattern(path: Path, size: int) -> str:
+    """Fill ``path`` with a recognisable, position-dependent pattern; return its sha256."""
+    digest = hashlib.sha256()
+    block = 1024 * 1024
+    with path.open("wb") as f:
+        for i in range(size // block):
+            chunk = (f"ssdbench-bystander block {i:08d} ".encode() * 40000)[:block]
+            f.write(chunk)
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_file(path: Path, offset: int = 0, length: int | None = None) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        f.seek(offset)
+        left = length
+        while left is None or left > 0:
+            want = 1024 * 1024 if left is None else min(left, 1024 * 1024)
+            chunk = f.read(want)
+            if not chunk:
+                break
+            digest.update(chunk)
+            if left is not None:
+                left -= len(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Partition:
+    number: int
+    start_bytes: int
+    size_bytes: int
+    type: str
+
+
+def partitions(image: Path) -> list[Partition]:
+    out = SystemRunner().run(["sfdisk", "--json", str(image)], timeout=30).text
+    table = json.loads(out)["partitiontable"]
+    sector = int(table.get("sectorsize", 512))
+    return [
+        Partition(i + 1, int(p["start"]) * sector, int(p["size"]) * sector, str(p["type"]))
+        for i, p in enumerate(table["partitions"])
+    ]
+
+
+@dataclass(frozen=True)
+class Boot:
+    """One finished QEMU boot."""
+
+    workdir: Path
+    returncode: int
+    serial: str
+    serial_times: str
+    results: Path
+    bystander_sha_before: str
+    bystander_sha_after: str
+    boot_partition_sha_before: str
+    boot_partition_sha_after: str
+    qemu_argv: tuple[str, ...] = field(default=())
+
+    @property
+    def ready(self) -> bool:
+        return "ssdbench ready" in self.serial
+
+    @property
+    def cmd_rc(self) -> int | None:
+        m = _CMD_END.search(self.serial)
+        return int(m.group(1)) if m else None
+
+    @property
+    def cmd_output(self) -> str:
+        """What ssdbench.cmd printed (kernel messages interleaved on ttyS0 removed)."""
+        start = self.serial.find(CMD_BEGIN)
+        end = _CMD_END.search(self.serial)
+        assert start >= 0 and end is not None, f"no command markers on the serial console:\n{self.tail()}"
+        body = self.serial[start + len(CMD_BEGIN) : end.start()]
+        return "\n".join(line for line in body.splitlines() if not _KERNEL_LINE.match(line))
+
+    def section(self, name: str) -> str:
+        """A ``--- name ---`` section of the command output (see the e2e guest script)."""
+        out = self.cmd_output
+        marks = list(_SECTION.finditer(out))
+        for i, m in enumerate(marks):
+            if m.group(1) == name:
+                end = marks[i + 1].start() if i + 1 < len(marks) else len(out)
+                return out[m.end() : end].strip("\n")
+        raise AssertionError(f"no section {name!r} in the guest output:\n{out[-3000:]}")
+
+    def seconds_until(self, needle: str) -> float:
+        """Seconds from QEMU start until the first serial line containing ``needle``."""
+        for line in self.serial_times.splitlines():
+            stamp, _, text = line.strip().partition(" ")
+            if needle in text:
+                return float(stamp)
+        raise AssertionError(f"{needle!r} never appeared on the serial console")
+
+    def tail(self, n: int = 60) -> str:
+        return "\n".join(self.serial.splitlines()[-n:])
+
+
+def boot(
+    workdir: Path,
+    *,
+    uefi: bool = False,
+    nvme: tuple[str, ...] = (),
+    sata: tuple[str, ...] = (),
+    cmd: str | None = None,
+    entry: str | None = None,
+    append: str | None = None,
+    put: tuple[Path, ...] = (),
+    kiosk_config: Path | None = None,
+    image: Path = DEV_IMAGE,
+    timeout_s: int = BOOT_TIMEOUT_S,
+) -> Boot:
+    """Boot ``image`` as a USB stick with the given drives plus a patterned bystander SATA
+    drive (not selected by anything), wait for power-off, and collect the evidence."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    bystander = workdir / "bystander.img"
+    bystander_sha = write_pattern(bystander, BYSTANDER_BYTES)
+    base = [
+        str(RUN_QEMU), "--batch", "--image", str(image), "--workdir", str(workdir),
+        "--timeout", str(timeout_s),
+    ]
+    if uefi:
+        base.append("--uefi")
+    prepare = [*base, "--prepare-only"]
+    if cmd is not None:
+        prepare += ["--cmd", cmd]
+    if entry is not None:
+        prepare += ["--entry", entry]
+    if append is not None:
+        prepare += ["--append", append]
+    for path in put:
+        prepare += ["--put", str(path)]
+    if kiosk_config is not None:
+        prepare += ["--kiosk-config", str(kiosk_config)]
+    argv = [*base, "--keep-stick"]
+    for spec in nvme:
+        argv += ["--nvme", spec]
+    for spec in sata:
+        argv += ["--sata", spec]
+    argv += ["--sata", f"file={bystander},serial={BYSTANDER_SERIAL},model=ssdbench bystander"]
+    runner = SystemRunner()
+    runner.run(prepare, timeout=120)
+    stick = workdir / "stick.img"
+    boot_part = partitions(stick)[0]
+    boot_before = sha256_file(stick, boot_part.start_bytes, boot_part.size_bytes)
+    result = runner.run(argv, ok_codes=range(256), timeout=timeout_s + 60)
+    return Boot(
+        workdir=workdir,
+        returncode=result.returncode,
+        serial=(workdir / "serial.log").read_text(errors="replace"),
+        serial_times=(workdir / "serial-times.log").read_text(errors="replace"),
+        results=workdir / "results",
+        bystander_sha_before=bystander_sha,
+        bystander_sha_after=sha256_file(bystander),
+        boot_partition_sha_before=boot_before,
+        boot_partition_sha_after=sha256_file(stick, boot_part.start_bytes, boot_part.size_bytes),
+        qemu_argv=tuple(argv),
+    )
