@@ -198,3 +198,33 @@ async def test_a_failed_stage_is_shown_with_its_reason(tmp_path: Path) -> None:
                        and bool(app.screen.summaries), what="results")
         detail = text_of(app.screen.query_one("#results-detail", Static))
         assert "failed" in detail and "frozen" in detail
+
+
+async def test_unfinished_plan_in_the_journal_is_offered_and_resumed(tmp_path: Path) -> None:
+    from ssdbench.plan.journal import Journal
+    from ssdbench.plan.plans import preset
+
+    journal = Journal.open(tmp_path)
+    journal.start_drive("loop1", drive="loop1", model="", serial="",
+                        drive_dir="20261121T145300Z_unknown_loop1",
+                        plan=preset("quick").to_json())
+    engine = scripted_engine(tmp_path)
+    app = make_app(engine, results_root=tmp_path)
+    async with app.run_test(size=(80, 25)) as pilot:
+        await discovered(pilot, app)
+        await wait_for(pilot, lambda: "Unfinished plan(s) on loop1" in app.drives_screen.status,
+                       what="journal checked")
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConsentScreen), what="consent")
+        await pilot.press(*"oop1", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), what="run screen")
+        run = app.screen
+        assert isinstance(run, RunScreen)
+        await wait_for(pilot, lambda: run.finished, what="finished")
+        assert engine.resumed == ["loop1"]
+        names = {s.run for s in app.run_states["loop1"].stages}
+        assert names == {"consistency-default", "consistency-op25", "trim"}
+        await pilot.press("v")
+        await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen), what="results")
+        await pilot.press("escape")
+        assert isinstance(app.screen, DrivesScreen)

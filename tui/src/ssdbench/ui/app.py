@@ -35,6 +35,7 @@ from ssdbench.ui.messages import (
     PlanFinished,
     RunCommand,
     RunProgress,
+    UnfinishedFound,
 )
 from ssdbench.ui.plan import PlanScreen
 from ssdbench.ui.results import ResultsScreen
@@ -105,6 +106,7 @@ class SsdbenchApp(App[int]):
         self.drives_screen = DrivesScreen()
         self.run_screen: RunScreen | None = None
         self.plan_notes: list[str] = []
+        self.unfinished: dict[str, dict[str, object]] = {}
         self.discoveries = 0  # finished discoveries (tests wait on it)
 
     # ---- start ----
@@ -173,7 +175,8 @@ class SsdbenchApp(App[int]):
                 stop.wait(0.2)
                 waited += 0.2
 
-    def _run_drive(self, drive: Drive, plan: Plan, root: Path, index: int, count: int) -> None:
+    def _run_drive(self, drive: Drive, plan: Plan, root: Path, index: int, count: int, *,
+                   resume: bool = False) -> None:
         def progress(ev: Progress) -> None:
             self.post_message(RunProgress(ev))
 
@@ -183,13 +186,23 @@ class SsdbenchApp(App[int]):
         try:
             outcome = self.engine.run_drive(drive, plan, index=index, count=count,
                                             results_root=root, progress=progress,
-                                            on_command=command, cancel=self.cancel_event)
+                                            on_command=command, cancel=self.cancel_event,
+                                            resume=resume)
         except Exception as exc:  # the adapter should not raise; still show it
             from ssdbench.ui.engine import RunOutcome
 
             outcome = DriveOutcome(drive.name, drive.consent_id, None, (RunOutcome(
                 "-", "failed", f"{type(exc).__name__}: {exc}", None),))
         self.post_message(DriveFinished(outcome))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="journal")
+    def check_journal(self, root: Path) -> None:
+        from ssdbench.ui.engine import unfinished_plans
+
+        try:
+            self.post_message(UnfinishedFound(unfinished_plans(root)))
+        except Exception as exc:  # an unreadable journal is reported, never overwritten
+            self.post_message(UnfinishedFound({}, str(exc)))
 
     @work(thread=True, exit_on_error=False, group="finish")
     def finish_plan(self) -> None:
@@ -205,6 +218,23 @@ class SsdbenchApp(App[int]):
         self.drives = message.drives
         self.discoveries += 1
         self.drives_screen.show_drives(message.drives)
+        self._maybe_check_journal()
+
+    def _maybe_check_journal(self) -> None:
+        if self.running == 0 and self.discoveries and (
+                self.destination is not None or self.results_root_override is not None):
+            self.check_journal(self.results_root)
+
+    def on_unfinished_found(self, message: UnfinishedFound) -> None:
+        self.unfinished = message.entries
+        if message.error:
+            self.notify(message.error, severity="error", title="Journal")
+        names = {d.consent_id: d.name for d in self.drives}
+        here = [names[k] for k in message.entries if k in names]
+        if here:
+            self.drives_screen.set_status(
+                f"Unfinished plan(s) on {', '.join(here)} (power loss or cancel): "
+                "R resumes. Space selects, p plans a new run.")
 
     def on_discovery_failed(self, message: DiscoveryFailed) -> None:
         self.discoveries += 1
@@ -225,6 +255,7 @@ class SsdbenchApp(App[int]):
         if changed and (not first or not message.destination.on_stick):
             self.notify(message.destination.description, title="Results",
                         severity="information" if message.destination.on_stick else "warning")
+        self._maybe_check_journal()
         if message.copied:
             self.notify(f"{message.copied} file(s) held in RAM copied to the stick.",
                         title="Results")
@@ -298,22 +329,72 @@ class SsdbenchApp(App[int]):
 
         self.push_screen(ConsentScreen(drives[index], index + 1, len(drives)), done)
 
+    def resume_unfinished(self) -> None:
+        from ssdbench.ui.engine import journal_plan
+
+        jobs: list[tuple[Drive, Plan]] = []
+        problems: list[str] = []
+        for key, entry in sorted(self.unfinished.items()):
+            drive = next((d for d in self.drives if d.consent_id == key), None)
+            if drive is None:
+                problems.append(f"{key}: not connected")
+                continue
+            if drive.protected:
+                problems.append(f"{drive.name}: protected ({', '.join(drive.protect_reasons)})")
+                continue
+            try:
+                jobs.append((drive, journal_plan(entry)))
+            except Exception as exc:
+                problems.append(f"{drive.name}: the journal's plan is not valid: {exc}")
+        for p in problems:
+            self.notify(p, severity="warning", title="Not resumed")
+        if not jobs:
+            self.notify("Nothing to resume here.", severity="warning")
+            return
+        self._consent_jobs(jobs, 0)
+
+    def _consent_jobs(self, jobs: list[tuple[Drive, Plan]], index: int) -> None:
+        if index == len(jobs):
+            self.start_jobs(jobs, resume=True)
+            return
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self._consent_jobs(jobs, index + 1)
+            else:
+                self.notify("Resume cancelled: nothing was started.", severity="warning")
+
+        drive, plan = jobs[index]
+        if not plan.destructive:
+            done(True)
+            return
+        self.push_screen(ConsentScreen(drive, index + 1, len(jobs)), done)
+
     def start_plan(self, drives: list[Drive], plan: Plan) -> None:
+        self.start_jobs([(d, plan) for d in drives])
+
+    def start_jobs(self, jobs: list[tuple[Drive, Plan]], *, resume: bool = False) -> None:
         self.cancel_event = threading.Event()
         self.outcomes = []
         self.plan_notes = []
+        self.unfinished = {}
         self.run_states = {
             d.name: DriveRunState.planned(
                 d.name, [(r.name, s) for r in plan.runs for s in stage_names(r)])
-            for d in drives
+            for d, plan in jobs
         }
-        self.running = len(drives)
+        self.running = len(jobs)
         self.run_screen = RunScreen(self.run_states)
-        self.switch_screen(self.run_screen)  # replaces the plan screen
+        if isinstance(self.screen, DrivesScreen):
+            self.push_screen(self.run_screen)
+        else:
+            self.switch_screen(self.run_screen)  # replaces the plan screen
         root = self.results_root
-        for i, d in enumerate(drives):
-            self.run_worker(lambda d=d, i=i: self._run_drive(d, plan, root, i, len(drives)),
-                            thread=True, exit_on_error=False, group="run", name=f"run-{d.name}")
+        for i, (d, plan) in enumerate(jobs):
+            self.run_worker(
+                lambda d=d, plan=plan, i=i: self._run_drive(d, plan, root, i, len(jobs),
+                                                            resume=resume),
+                thread=True, exit_on_error=False, group="run", name=f"run-{d.name}")
 
     def ask_cancel(self) -> None:
         def done(yes: bool | None) -> None:

@@ -95,6 +95,7 @@ Drives      Up/Down  highlight (details below)   Left/Right  columns
             Space  select / unselect (protected drives: refused)
             p  plan the selected drives    r  rescan (also automatic
             when a drive is plugged in or removed)
+            R  resume plans the journal says did not end (power loss)
 Plan        Preset: review (hours), quick (minutes), trim, diagnose
             (read-only). Errors show under the form; estimate per drive.
             Ctrl+S or F5  start (consent next)    Esc  back

@@ -116,6 +116,7 @@ class DrivesScreen(Screen[None]):
         Binding("space", "toggle_drive", "Select", key_display="Space"),
         Binding("p", "plan", "Plan"),
         Binding("r", "rescan", "Rescan"),
+        Binding("R", "resume", "Resume", show=False),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -197,6 +198,9 @@ class DrivesScreen(Screen[None]):
     def action_rescan(self) -> None:
         self.set_status("Looking for drives...")
         self.app.discover()  # type: ignore[attr-defined]
+
+    def action_resume(self) -> None:
+        self.app.resume_unfinished()  # type: ignore[attr-defined]
 
     def action_plan(self) -> None:
         drives = self.selected_drives()

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ssdbench.devices import Drive
 from ssdbench.plan.engine import DriveOutcome, RunOutcome
@@ -78,9 +78,11 @@ def stage_names(run: RunSpec) -> list[str]:
 class Engine(Protocol):
     def run_drive(self, drive: Drive, plan: Plan, *, index: int, count: int,
                   results_root: Path, progress: ProgressCallback,
-                  on_command: CommandCallback, cancel: threading.Event) -> DriveOutcome:
+                  on_command: CommandCallback, cancel: threading.Event,
+                  resume: bool = False) -> DriveOutcome:
         """Every run of ``plan`` on ``drive`` (``index`` of ``count`` drives running at
-        once); never raises for a failed stage or a refusal."""
+        once); never raises for a failed stage or a refusal. ``resume``: continue what the
+        journal says was unfinished for this drive."""
         ...
 
     def finish(self, results_root: Path) -> list[str]:
@@ -143,7 +145,8 @@ class LiveEngine:
 
     def run_drive(self, drive: Drive, plan: Plan, *, index: int, count: int,
                   results_root: Path, progress: ProgressCallback,
-                  on_command: CommandCallback, cancel: threading.Event) -> DriveOutcome:
+                  on_command: CommandCallback, cancel: threading.Event,
+                  resume: bool = False) -> DriveOutcome:
         from ssdbench.plan import engine as facade
 
         base = self.host_factory()
@@ -158,7 +161,7 @@ class LiveEngine:
             # checks the whole id again (and refuses protected drives) before writing.
             return facade.run_plan(host, drive, plan, results_root=results_root,
                                    consent=drive.consent_id, progress=progress,
-                                   cancel=cancel, journal=journal, cpu=cpu)
+                                   cancel=cancel, journal=journal, resume=resume, cpu=cpu)
         except (facade.Refused, JournalError, OSError) as exc:
             return DriveOutcome(drive.name, drive.consent_id, None,
                                 (RunOutcome("-", "failed", str(exc), None),))
@@ -189,11 +192,15 @@ class ScriptedEngine:
     scripts: Mapping[str, Sequence[Step]]
     outcomes: Mapping[str, DriveOutcome]
     started: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
 
     def run_drive(self, drive: Drive, plan: Plan, *, index: int, count: int,
                   results_root: Path, progress: ProgressCallback,
-                  on_command: CommandCallback, cancel: threading.Event) -> DriveOutcome:
+                  on_command: CommandCallback, cancel: threading.Event,
+                  resume: bool = False) -> DriveOutcome:
         self.started.append(drive.name)
+        if resume:
+            self.resumed.append(drive.name)
         last: Progress | None = None
         for step in self.scripts.get(drive.name, ()):
             if step.wait is not None:
@@ -214,6 +221,19 @@ class ScriptedEngine:
 
     def finish(self, results_root: Path) -> list[str]:
         return []
+
+
+def unfinished_plans(results_root: Path) -> dict[str, dict[str, Any]]:
+    """What the journal says did not end (consent_id → entry); {} without a journal."""
+    if not (results_root / "state.json").exists():
+        return {}
+    return Journal.open(results_root).unfinished()
+
+
+def journal_plan(entry: Mapping[str, Any]) -> Plan:
+    from ssdbench.plan.plans import plan_from_json
+
+    return plan_from_json(entry["plan"])
 
 
 def iter_runs(outcomes: Sequence[DriveOutcome]) -> Iterator[tuple[DriveOutcome, RunOutcome]]:

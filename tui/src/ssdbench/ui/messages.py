@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from textual.message import Message
 
@@ -71,3 +72,12 @@ class PlanFinished(Message):
     def __init__(self, notes: list[str]) -> None:
         super().__init__()
         self.notes = notes
+
+
+class UnfinishedFound(Message):
+    """The journal (state.json) lists plans that did not end (power loss, cancel)."""
+
+    def __init__(self, entries: dict[str, dict[str, Any]], error: str | None = None) -> None:
+        super().__init__()
+        self.entries = entries  # consent_id → journal entry
+        self.error = error
