@@ -123,3 +123,28 @@ def test_ctrl_c_stops_fio_cleanly_and_marks_the_run_cancelled(loop: str, tmp_pat
     assert record["partition"]["wiped"] is True  # 0% OP: a leftover table is wiped
     assert (run_dir / "fio" / "torture_iops.1.log").stat().st_size > 0
     assert len((run_dir / "iops.csv").read_text().splitlines()) >= 2
+
+
+def test_diagnose_reads_everything_and_writes_nothing(loop: str, tmp_path: Path) -> None:
+    """The diagnose plan: full-span read scan and random reads with real fio, started with
+    --readonly, no consent needed, and the drive's bytes unchanged."""
+    with open(loop, "wb") as dev:  # recognisable content to read back
+        dev.write(os.urandom(32 * MIB))
+    before = subprocess.run(["sha256sum", loop], check=True, capture_output=True,
+                            text=True).stdout.split()[0]
+    results = tmp_path / "results"
+    code = main(["run", loop, "--plan", "diagnose", "--quiet", "--results", str(results),
+                 "--set", "random_read_seconds=2"])
+    assert code == ExitCode.OK
+    run_dir = only_drive_dir(results) / "diagnose"
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["state"] == "done", record.get("error")
+    assert record["erase"] is None
+    readscan = (run_dir / "readscan.csv").read_text().splitlines()
+    assert readscan[0] == "time_s,offset_gib,mib_s" and len(readscan) >= 2
+    assert len((run_dir / "randread.csv").read_text().splitlines()) == 1 + 2
+    log = (only_drive_dir(results) / "log.txt").read_text()
+    assert "--readonly jobs/readscan.fio" in log and "--readonly jobs/randread.fio" in log
+    after = subprocess.run(["sha256sum", loop], check=True, capture_output=True,
+                           text=True).stdout.split()[0]
+    assert after == before

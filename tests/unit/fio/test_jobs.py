@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from ssdbench.fio import jobs
+from ssdbench.fio.runner import fio_argv
 
 T = jobs.JobTarget("/dev/loop7", 64 * 2**20)
 
@@ -53,8 +54,11 @@ def test_probe_is_clamped_to_the_span_and_whole_blocks() -> None:
 def test_read_jobs_never_write() -> None:
     for job in (jobs.readscan_job(T), jobs.randread_job(T, seconds=60)):
         o = options(job.text)
-        assert "readonly" in o and o["rw"] in ("read", "randread")
+        # fio takes --readonly on its command line only (a job option is an error)
+        assert "readonly" not in o and o["rw"] in ("read", "randread")
+        assert job.read_only and "--readonly" in fio_argv(job)
         assert "WARNING" not in job.text
+    assert "--readonly" not in fio_argv(jobs.fill_job(T))
 
 
 def test_block_sizes_are_validated() -> None:

@@ -53,6 +53,7 @@ class JobFile:
     direction: str  # "write" or "read": which counters progress follows
     runtime_s: int | None  # time_based jobs: the duration
     total_bytes: int | None  # size-based jobs: bytes the job moves in all
+    read_only: bool = False  # started with fio --readonly: fio itself refuses any write
 
     @property
     def relpath(self) -> str:
@@ -70,15 +71,18 @@ def _render(
     stage: str, target: JobTarget, options: list[tuple[str, object]], purpose: str,
     destructive: bool,
 ) -> str:
+    # `readonly` is a command-line switch of fio, not a job option (fio 3.33 rejects it in
+    # a job file): read-only jobs are started with --readonly (see fio_argv).
+    readonly = "" if destructive else " --readonly"
     lines = [
         f"# ssdbench {__version__}: stage {stage!r} ({purpose})",
         "# Re-run by hand from the run folder (logs go to fio/):",
-        f"#   fio --output-format=json jobs/{stage}.fio",
+        f"#   fio --output-format=json{readonly} jobs/{stage}.fio",
     ]
     if destructive:
         lines.append(f"# WARNING: this job overwrites data on {target.path}")
     else:
-        lines.append("# Read-only: this job never writes.")
+        lines.append("# Read-only: this job never writes (fio --readonly refuses writes).")
     lines += [
         "",
         "[global]",
@@ -179,11 +183,10 @@ def readscan_job(target: JobTarget, *, block_size: str = "1m") -> JobFile:
         ("rw", "read"),
         ("bs", block_size),
         ("size", "100%"),
-        ("readonly", None),
         *_bw_log("readscan"),
     ]
     text = _render("readscan", target, options, "full-span sequential read scan", False)
-    return JobFile("readscan", text, "read", None, target.span_bytes)
+    return JobFile("readscan", text, "read", None, target.span_bytes, read_only=True)
 
 
 def randread_job(
@@ -199,7 +202,6 @@ def randread_job(
         ("randrepeat", 0),
         ("time_based", 1),
         ("runtime", f"{seconds}s"),
-        ("readonly", None),
         ("write_lat_log", "fio/randread"),
         ("write_hist_log", "fio/randread"),
         ("log_hist_msec", 1000),
@@ -207,4 +209,4 @@ def randread_job(
         *_bw_log("randread"),
     ]
     text = _render("randread", target, options, f"random read, {seconds} s", False)
-    return JobFile("randread", text, "read", seconds, None)
+    return JobFile("randread", text, "read", seconds, None, read_only=True)

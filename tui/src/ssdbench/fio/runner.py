@@ -66,7 +66,8 @@ def fio_version(runner: Runner) -> str:
 
 
 def fio_argv(job: JobFile) -> list[str]:
-    return ["fio", "--output-format=json", "--status-interval=1", job.relpath]
+    readonly = ["--readonly"] if job.read_only else []
+    return ["fio", "--output-format=json", "--status-interval=1", *readonly, job.relpath]
 
 
 def _signal_name(code: int) -> str:
