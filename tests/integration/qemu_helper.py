@@ -127,6 +127,7 @@ def run_guest(
     logical_block_size: int = 512,
     serial: str = "SSDB0001",
     timeout_s: float = 300.0,
+    cpu: str = "max",
 ) -> GuestRun:
     """Boot, run ``job`` (a /bin/sh script, cwd = the share) in the guest, power off."""
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -139,7 +140,7 @@ def run_guest(
     with open(disk, "wb") as f:
         f.truncate(nvme_size_mib * 1024 * 1024)
     argv = [
-        "qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-m", "1024", "-smp", "1",
+        "qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-cpu", cpu, "-m", "1024", "-smp", "1",
         "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio",
         "-kernel", str(KERNEL), "-initrd", str(initramfs),
         "-append", "console=ttyS0 panic=-1 quiet loglevel=3",
