@@ -39,3 +39,15 @@ def test_engine_modules_do_not_load_textual() -> None:
     assert "ssdbench.system" in modules
     proc = subprocess.run([sys.executable, "-c", CHECK, *modules], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_command_line_starts_without_numpy_or_matplotlib() -> None:
+    """`ssdbench list`, `--help` and kiosk start without the heavy libraries: under QEMU's
+    emulation importing numpy alone takes seconds (they load when a stage needs them)."""
+    code = (
+        "import sys, ssdbench.cli as c; c.build_parser();"
+        "heavy = [m for m in ('numpy', 'matplotlib', 'textual') if m in sys.modules];"
+        "print(heavy); sys.exit(1 if heavy else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from ssdbench.fio import jobs
 from ssdbench.fio.jobs import JobFile, JobTarget
-from ssdbench.fio.logs import write_run_csvs
 from ssdbench.fio.runner import LiveStatus, run_fio
 from ssdbench.stages.base import RunContext, StageCancelled, StageFailed
 
@@ -45,6 +44,10 @@ class FioStage:
             ctx.host.runner, ctx.run_dir, job, on_status=on_status, cancel=ctx.cancel,
             status_timeout_s=float(ctx.params.status_timeout_s),
         )
+        # imported here: numpy is only loaded once a stage has logs to turn into CSV, so
+        # `ssdbench list`, `--help` and kiosk start quickly (seconds under emulation)
+        from ssdbench.fio.logs import write_run_csvs
+
         try:
             write_run_csvs(ctx.run_dir)  # keep what was logged, whatever the outcome
         except Exception as exc:
