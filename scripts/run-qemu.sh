@@ -25,6 +25,8 @@
 #                          not a terminal); WORKDIR/serial-times.log has seconds since start
 #     --memory MIB (2048)  --smp N (2)  --accel auto|kvm|tcg (auto: KVM only if it works)
 #     --keep-stick         boot the existing WORKDIR/stick.img again (e.g. after a power cut)
+#     --nvme-hotplug       put each NVMe drive behind its own PCIe root port (nvmeN-port), so
+#                          QMP device_del nvmeN unplugs it (on the root complex it cannot be)
 # QMP: WORKDIR/qmp.sock (e.g. device_del for hot-unplug tests; drives have ids nvme0, sata0).
 # Exit code: QEMU's (0 after a guest power-off), 124 on timeout.
 set -euo pipefail
@@ -34,7 +36,7 @@ image=$repo/build/dev-image/ssdbench-dev.img
 work=$repo/build/qemu
 uefi=0 entry= append= cmd= kiosk_config= results= timeout= batch= memory=2048 smp=2
 accel=${SSDBENCH_QEMU_ACCEL:-auto} keep_stick=0 verbose=0
-nvme_specs=() sata_specs=() puts=() prepare_only=0
+nvme_specs=() sata_specs=() puts=() prepare_only=0 nvme_hotplug=0
 
 die() { echo "run-qemu: error: $*" >&2; exit 2; }
 say() { echo "run-qemu: $*" >&2; }
@@ -61,6 +63,7 @@ while (($#)); do
     --smp) smp=$2; shift ;;
     --accel) accel=$2; shift ;;
     --keep-stick) keep_stick=1 ;;
+    --nvme-hotplug) nvme_hotplug=1 ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
@@ -148,7 +151,12 @@ add_drive() { # kind index spec
     case $kind in
     nvme)
         [[ -z $model ]] || die "--nvme: QEMU 7.2's NVMe controller has a fixed model (QEMU NVMe Ctrl)"
-        qemu_drives+=(-device "nvme,id=$id,drive=$id-blk,serial=${serial:-SSDBNVME$(printf %04d "$i")}") ;;
+        local bus=
+        if [[ $nvme_hotplug -eq 1 ]]; then
+            qemu_drives+=(-device "pcie-root-port,id=$id-port,chassis=$((i + 1)),slot=$((i + 1))")
+            bus=",bus=$id-port"
+        fi
+        qemu_drives+=(-device "nvme,id=$id,drive=$id-blk$bus,serial=${serial:-SSDBNVME$(printf %04d "$i")}") ;;
     sata)
         ((i < 6)) || die "at most 6 SATA drives (the q35 AHCI controller's ports)"
         qemu_drives+=(-device "ide-hd,id=$id,drive=$id-blk,bus=ide.$i,serial=${serial:-SSDBSATA$(printf %04d "$i")},model=${model:-ssdbench virtual SATA SSD},rotation_rate=1") ;;

@@ -10,8 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ssdbench.system import SystemRunner
 
@@ -82,6 +87,57 @@ def partitions(image: Path) -> list[Partition]:
     ]
 
 
+QmpCommand = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class QmpAt:
+    """Send QMP commands the first time a serial console line matches ``pattern`` (a
+    regular expression). ``commands`` is a list, or a function of the match and the serial
+    text so far that returns one (e.g. to pick the device by what the guest printed)."""
+
+    pattern: str
+    commands: Sequence[QmpCommand] | Callable[[re.Match[str], str], Sequence[QmpCommand]]
+
+
+@dataclass(frozen=True)
+class QmpFired:
+    """What a :class:`QmpAt` did: when (seconds since QEMU start), the line, the replies."""
+
+    pattern: str
+    line: str
+    at_s: float
+    commands: tuple[QmpCommand, ...]
+    replies: tuple[dict[str, Any], ...]
+
+
+def qmp(sock_path: Path, commands: Sequence[QmpCommand], timeout_s: float = 30.0
+        ) -> list[dict[str, Any]]:
+    """Run QMP commands on QEMU's monitor socket; return each command's reply (``return``
+    or ``error``; asynchronous events in between are skipped)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout_s)
+        sock.connect(str(sock_path))
+        reader = sock.makefile("r", encoding="utf-8")
+
+        def reply() -> dict[str, Any]:
+            while True:
+                line = reader.readline()
+                if not line:
+                    raise ConnectionError(f"QMP socket {sock_path} closed")
+                msg: dict[str, Any] = json.loads(line)
+                if "return" in msg or "error" in msg:
+                    return msg
+
+        greeting = json.loads(reader.readline())
+        assert "QMP" in greeting, greeting
+        replies = []
+        for cmd in [{"execute": "qmp_capabilities"}, *commands]:
+            sock.sendall(json.dumps(cmd).encode() + b"\n")
+            replies.append(reply())
+        return replies[1:]
+
+
 @dataclass(frozen=True)
 class Boot:
     """One finished QEMU boot."""
@@ -96,6 +152,7 @@ class Boot:
     boot_partition_sha_before: str
     boot_partition_sha_after: str
     qemu_argv: tuple[str, ...] = field(default=())
+    qmp_fired: tuple[QmpFired, ...] = field(default=())
 
     @property
     def ready(self) -> bool:
@@ -150,9 +207,15 @@ def boot(
     kiosk_config: Path | None = None,
     image: Path = DEV_IMAGE,
     timeout_s: int = BOOT_TIMEOUT_S,
+    qmp_at: tuple[QmpAt, ...] = (),
+    nvme_hotplug: bool = False,
 ) -> Boot:
     """Boot ``image`` as a USB stick with the given drives plus a patterned bystander SATA
-    drive (not selected by anything), wait for power-off, and collect the evidence."""
+    drive (not selected by anything), wait for power-off, and collect the evidence.
+
+    ``qmp_at``: QMP commands sent when a serial line first matches (e.g. ``device_del`` of a
+    drive mid-run); ``nvme_hotplug``: NVMe drives behind PCIe root ports, so they can be
+    unplugged."""
     workdir.mkdir(parents=True, exist_ok=True)
     bystander = workdir / "bystander.img"
     bystander_sha = write_pattern(bystander, BYSTANDER_BYTES)
@@ -174,6 +237,8 @@ def boot(
     if kiosk_config is not None:
         prepare += ["--kiosk-config", str(kiosk_config)]
     argv = [*base, "--keep-stick"]
+    if nvme_hotplug:
+        argv.append("--nvme-hotplug")
     for spec in nvme:
         argv += ["--nvme", spec]
     for spec in sata:
@@ -184,10 +249,14 @@ def boot(
     stick = workdir / "stick.img"
     boot_part = partitions(stick)[0]
     boot_before = sha256_file(stick, boot_part.start_bytes, boot_part.size_bytes)
-    result = runner.run(argv, ok_codes=range(256), timeout=timeout_s + 60)
+    if qmp_at:
+        returncode, fired = _run_with_triggers(argv, workdir, qmp_at, timeout_s + 60)
+    else:
+        returncode = runner.run(argv, ok_codes=range(256), timeout=timeout_s + 60).returncode
+        fired = ()
     return Boot(
         workdir=workdir,
-        returncode=result.returncode,
+        returncode=returncode,
         serial=(workdir / "serial.log").read_text(errors="replace"),
         serial_times=(workdir / "serial-times.log").read_text(errors="replace"),
         results=workdir / "results",
@@ -196,4 +265,45 @@ def boot(
         boot_partition_sha_before=boot_before,
         boot_partition_sha_after=sha256_file(stick, boot_part.start_bytes, boot_part.size_bytes),
         qemu_argv=tuple(argv),
+        qmp_fired=fired,
     )
+
+
+def _run_with_triggers(argv: list[str], workdir: Path, triggers: tuple[QmpAt, ...],
+                       timeout_s: float) -> tuple[int, tuple[QmpFired, ...]]:
+    """Run QEMU (through run-qemu.sh) while watching serial-times.log for the triggers."""
+    proc = SystemRunner().stream(argv, ok_codes=range(256))
+    finished = threading.Event()
+    outcome: dict[str, int] = {}
+
+    def wait() -> None:
+        try:
+            outcome["rc"] = proc.wait().returncode
+        finally:
+            finished.set()
+
+    threading.Thread(target=wait, daemon=True).start()
+    pending = list(triggers)
+    fired: list[QmpFired] = []
+    times = workdir / "serial-times.log"
+    deadline = time.monotonic() + timeout_s
+    while pending and not finished.is_set() and time.monotonic() < deadline:
+        text = times.read_text(errors="replace") if times.is_file() else ""
+        for trig in list(pending):
+            for line in text.splitlines():
+                stamp, _, body = line.strip().partition(" ")
+                m = re.search(trig.pattern, body)
+                if m is None:
+                    continue
+                serial = "\n".join(ln.strip().partition(" ")[2] for ln in text.splitlines())
+                cmds = tuple(trig.commands(m, serial) if callable(trig.commands)
+                             else trig.commands)
+                replies = qmp(workdir / "qmp.sock", cmds)
+                fired.append(QmpFired(trig.pattern, body, float(stamp), cmds, tuple(replies)))
+                pending.remove(trig)
+                break
+        finished.wait(0.25)  # poll the serial log 4 times a second
+    if not finished.wait(max(0.0, deadline - time.monotonic())):
+        proc.terminate(grace_s=5.0)
+        finished.wait(30)
+    return outcome.get("rc", 124), tuple(fired)
