@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from ssdbench.devices import Drive
 from ssdbench.exitcodes import ExitCode
 from ssdbench.kiosk.config import ConfigError, KioskConfig, choose_drives, find_config, load_config
+from ssdbench.kiosk.mirror import StickMirror
 from ssdbench.plan import engine
 from ssdbench.plan.engine import DriveJob, DriveOutcome
 from ssdbench.plan.journal import Journal, JournalError
@@ -168,13 +169,20 @@ def power(host: Host, action: str, err: TextIO) -> None:
 def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
               cancel: threading.Event | None = None) -> int:
     cancel = cancel or threading.Event()
-    from ssdbench.results.destination import copy_pending, find_destination, sync_destination
+    from ssdbench.results.destination import RAM_ROOT, find_destination, sync_destination
 
     dest = None
+    mirror: StickMirror | None = None
     if opts.results is None:
         dest = find_destination(host)
-        root = dest.results_dir
         print(f"ssdbench: {dest.description}", file=out, flush=True)
+        # The engine writes to RAM; the mirror copies onto the stick while it is there.
+        if opts.dry_run:
+            root = dest.results_dir
+        else:
+            mirror = StickMirror(host, RAM_ROOT, dest, lambda line: print(
+                f"ssdbench: {line}", file=out, flush=True))
+            root = mirror.results_dir
     else:
         root = opts.results
     cmdline = host.fs.read_text("/proc/cmdline") or ""
@@ -199,6 +207,11 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     for i, why in skipped:
         print(f"ssdbench: {drives[i].name} ({drives[i].model or '?'} "
               f"{drives[i].consent_id}) skipped: {why}", file=out, flush=True)
+    if mirror is not None:
+        n = mirror.seed()
+        if n:
+            print(f"ssdbench: {n} files of earlier runs read from the stick", file=out,
+                  flush=True)
     try:
         journal = Journal.open(root) if root.exists() else Journal(root / "state.json")
     except JournalError as exc:
@@ -214,21 +227,19 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
                   f"({job.drive.model or '?'} {job.drive.consent_id}), results in {root}",
                   file=out, flush=True)
         return int(ExitCode.OK)
+    if mirror is not None:
+        mirror.start()
     if not jobs:
         print("ssdbench: no drive to test", file=out, flush=True)
         outcomes: list[DriveOutcome] = []
     else:
-        outcomes = _run(jobs, root, journal, out, cancel)
+        outcomes = _run(jobs, root, journal, out, cancel, mirror=mirror)
     for problem in engine.finish(root):
         print(f"ssdbench: {problem}", file=out, flush=True)
     _summary(outcomes, out)
     sync_destination()
-    if dest is not None and not dest.on_stick:
-        later = find_destination(host)
-        if later.on_stick:
-            n = copy_pending(dest.root, later.root)
-            print(f"ssdbench: copied {n} files from RAM to {later.description}", file=out,
-                  flush=True)
+    if mirror is not None:
+        _save(mirror, config.on_finish, cancel, out)
     if config.on_finish in ("poweroff", "reboot") and not opts.no_power:
         print(f"ssdbench: {config.on_finish}", file=out, flush=True)
         power(host, config.on_finish, err)
@@ -236,6 +247,21 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     if "cancelled" in states:
         return int(ExitCode.INTERRUPTED)
     return int(ExitCode.OK if all(s == "done" for s in states) else ExitCode.FAILURE)
+
+
+def _save(mirror: StickMirror, on_finish: str, cancel: threading.Event, out: TextIO) -> None:
+    """The last copy to the stick; before a power-off or reboot, wait for a pulled stick."""
+    n = mirror.close()
+    if (mirror.on_stick() is None and mirror.ever_had_stick
+            and on_finish in ("poweroff", "reboot")):
+        mirror.wait_for_stick(cancel)
+    where = mirror.on_stick()
+    if where is not None:
+        print(f"ssdbench: results saved on {where} ({n} files written at the end)", file=out,
+              flush=True)
+    else:
+        print(f"ssdbench: results only in RAM ({mirror.results_dir}): no SSDRESULTS stick",
+              file=out, flush=True)
 
 
 def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal,
@@ -260,15 +286,21 @@ def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal
 
 
 def _run(jobs: list[DriveJob], root: Path, journal: Journal, out: TextIO,
-         cancel: threading.Event) -> list[DriveOutcome]:
+         cancel: threading.Event, *, mirror: StickMirror | None = None) -> list[DriveOutcome]:
     def factory() -> Host:
         from ssdbench.system import live_host
 
         return Host(SystemRunner(), live_host().fs)
 
     def go(lines: EventLines) -> list[DriveOutcome]:
-        return engine.run_plans(factory, jobs, results_root=root, progress=lines,
-                                cancel=cancel, journal=journal)
+        def progress(ev: Progress) -> None:
+            lines(ev)
+            # a stage started or ended: its files and the journal go to the stick
+            if mirror is not None and (ev.state != "running" or ev.message == "started"):
+                mirror.request()
+
+        return engine.run_plans(factory, jobs, results_root=root, progress=progress,
+                                cancel=cancel, journal=journal, report_progress=True)
 
     if out.isatty():
         screen = Screen(out)

@@ -299,12 +299,15 @@ def run_plan(
     journal: Journal | None = None,
     resume: bool = False,
     cpu: int | None = None,
+    report_progress: bool = False,
 ) -> DriveOutcome:
     """Every run of ``plan`` on ``drive``, one after the other (each from its own erase).
 
     With ``journal`` every transition goes to state.json; with ``resume`` an unfinished
     journal entry for this drive is continued: finished runs are kept, the interrupted one
-    is set aside (run.json "interrupted") and redone from its erase.
+    is set aside (run.json "interrupted") and redone from its erase. With
+    ``report_progress`` the report gets events too (run and stage ``report``: kiosk mode
+    copies results to the stick on each event).
     """
     check_consent(drive, plan, consent)
     cancel = cancel or threading.Event()
@@ -332,9 +335,14 @@ def run_plan(
         outcomes = _run_all(ctx, drive_dir, entry, tools, resolve)
     finally:
         host.runner.remove_sink(log_sink)
+    if report_progress:
+        progress(Progress(drive.name, "report", "report", "running", message="started"))
     problem = render_drive_report(drive_dir)
     if problem:
         ctx.notes.append(problem)
+    if report_progress:
+        progress(Progress(drive.name, "report", "report", "failed" if problem else "done",
+                          message=problem or "done"))
     return DriveOutcome(drive.name, drive.consent_id, drive_dir, tuple(outcomes),
                         tuple(ctx.notes))
 
@@ -465,6 +473,7 @@ def run_plans(
     cancel: threading.Event | None = None,
     journal: Journal | None = None,
     pin: bool = True,
+    report_progress: bool = False,
 ) -> list[DriveOutcome]:
     """One thread per drive; a drive that fails, is refused or disappears does not stop the
     others. Each drive gets its own Host (so its log.txt sees only its commands) and, with
@@ -479,7 +488,7 @@ def run_plans(
             outcomes[i] = run_plan(
                 host_factory(), job.drive, job.plan, results_root=results_root,
                 consent=job.consent, progress=progress, cancel=cancel, journal=journal,
-                resume=job.resume, cpu=cpu)
+                resume=job.resume, cpu=cpu, report_progress=report_progress)
         except Refused as exc:
             outcomes[i] = DriveOutcome(job.drive.name, job.drive.consent_id, None,
                                        (RunOutcome("-", "failed", str(exc), None),))
