@@ -217,7 +217,8 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     except JournalError as exc:
         print(f"ssdbench kiosk: {exc}", file=err, flush=True)
         return int(ExitCode.FAILURE)
-    jobs = _jobs(config, plan, [drives[i] for i in chosen], journal, out)
+    reports: list[Path] = []
+    jobs = _jobs(config, plan, [drives[i] for i in chosen], journal, out, reports=reports)
     if opts.dry_run:
         for line in engine.describe_plan(plan):
             print(f"ssdbench: {line}", file=out)
@@ -229,6 +230,12 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
         return int(ExitCode.OK)
     if mirror is not None:
         mirror.start()
+    for drive_dir in reports:  # finished, but the power went during its report
+        print(f"ssdbench: {drive_dir.name}: the report was not written (interrupted); "
+              "writing it", file=out, flush=True)
+        problem = engine.render_drive_report(drive_dir)
+        if problem:
+            print(f"ssdbench: {drive_dir.name}: {problem}", file=out, flush=True)
     if not jobs:
         print("ssdbench: no drive to test", file=out, flush=True)
         outcomes: list[DriveOutcome] = []
@@ -265,11 +272,16 @@ def _save(mirror: StickMirror, on_finish: str, cancel: threading.Event, out: Tex
 
 
 def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal,
-          out: TextIO) -> list[DriveJob]:
+          out: TextIO, *, reports: list[Path]) -> list[DriveJob]:
+    """The drives to run or resume; finished drives whose report is missing go to
+    ``reports``."""
     jobs = []
     for drive in drives:
         entry = journal.entry(drive.consent_id)
         if entry is not None and entry.get("state") in ("done", "failed"):
+            drive_dir = journal.path.parent / str(entry.get("drive_dir"))
+            if drive_dir.is_dir() and not (drive_dir / "report.html").exists():
+                reports.append(drive_dir)
             print(f"ssdbench: {drive.name} ({drive.consent_id}) skipped: the journal says plan "
                   f"{entry['plan']['name']} already finished ({entry['state']}) in "
                   f"{entry['drive_dir']}; remove state.json to test it again",

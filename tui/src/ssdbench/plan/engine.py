@@ -409,6 +409,8 @@ def _run_all(ctx: _DriveRun, drive_dir: Path, entry: dict[str, Any] | None,
                              f"{aside.name}; redone from its erase")
             drive_json["runs"].append({"run": aside.name, "state": "interrupted",
                                        "error": "set aside on resume"})
+            # now, not after the redone run: another power loss must not forget it
+            atomic.write_json(drive_dir / "drive.json", drive_json)
         outcomes.append(_one_run(ctx, drive_dir, spec, tools=tools, resolve=resolve,
                                  drive_json=drive_json))
     if journal is not None:

@@ -1,0 +1,53 @@
+"""The Kiosk entry with a bad ssdbench.toml on the stick: the serial console names the key,
+the kiosk ends with exit code 2, and nothing was written to any drive or to the stick's
+results (no run folder, no journal)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.rig import Boot, boot, sha256_file
+from tests.e2e.scenarios import make_drive
+
+pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow]
+
+SERIAL = "E2EBADCONF01"
+
+
+def test_bad_kiosk_config_names_the_key_and_writes_nothing(dev_image: Path,
+                                                          tmp_path: Path) -> None:
+    drive, sha_before = make_drive(tmp_path / "nvme.img", SERIAL, pattern=True)
+    config = tmp_path / "ssdbench.toml"
+    # Selected and consented: a valid config would erase this drive. One key is misspelt.
+    config.write_text(
+        f'plan = "trim"\nselect = ["serial:{SERIAL}"]\ndestroy = ["{SERIAL}"]\n'
+        'on_finish = "poweroff"\n\n[params]\ntorture_secondz = 5\n'
+    )
+    b: Boot = boot(
+        tmp_path / "qemu",
+        entry="kiosk",
+        append="ssdbench.poweroff=1 ssdbench.mirror=ttyS0",
+        kiosk_config=config,
+        nvme=(f"file={drive.path},serial={SERIAL}",),
+        timeout_s=300,
+    )
+    assert b.returncode == 0, b.tail()
+    assert "mode=kiosk" in b.serial, b.tail()
+    lines = [ln for ln in b.serial.splitlines() if ln.startswith("ssdbench kiosk:")]
+    assert any("/mnt/ssdresults/ssdbench.toml: `params`" in ln and "'torture_secondz'" in ln
+               for ln in lines), b.tail()
+    assert any("nothing was erased or written" in ln for ln in lines), b.tail()
+    assert "ssdbench kiosk finished rc=2" in b.serial, b.tail()
+    # nothing started: no stage line, no drive chosen
+    assert f"{SERIAL}" not in "\n".join(
+        ln for ln in b.serial.splitlines() if ln.startswith("ssdbench: ")), b.tail()
+    # nothing written: the drive, the bystander, the boot partition, the results partition
+    assert sha_before is not None
+    assert sha256_file(drive.path) == sha_before, "the selected drive was written"
+    assert b.bystander_sha_after == b.bystander_sha_before, "the bystander drive was written"
+    assert b.boot_partition_sha_after == b.boot_partition_sha_before
+    on_stick = sorted(p.name for p in b.results.iterdir())
+    assert "ssdbench" not in on_stick and "state.json" not in on_stick, on_stick
+    assert (b.results / "ssdbench.toml").read_text() == config.read_text()

@@ -1,0 +1,211 @@
+"""The real TUI (`ssdbench`, no arguments) in tmux at 80x25 with TERM=linux, as on the Linux
+console: a loop device this test creates is picked, the quick plan shrunk in the plan form
+(discard, OP 0, 3 s tortures, 4 MiB probes), a wrong consent refused, the right one given,
+the run followed to the end and the results screen read; then the results folder.
+
+The TUI runs in its own mount namespace with a test folder bound over the RAM results
+folder (/run/ssdbench/ram), so this machine's /run is not written (no SSDRESULTS here)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, require_root
+
+pytestmark = [pytest.mark.root]
+
+SSDBENCH = REPO / ".venv" / "bin" / "ssdbench"
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True,
+                          timeout=30).stdout
+
+
+class Screen:
+    def __init__(self, session: str) -> None:
+        self.session = session
+
+    def text(self) -> str:
+        return tmux("capture-pane", "-p", "-t", self.session)
+
+    def styled(self) -> str:
+        """With colours: a focus change shows only there."""
+        return tmux("capture-pane", "-p", "-e", "-t", self.session)
+
+    def wait(self, what: str | Callable[[str], bool], timeout_s: float = 30) -> str:
+        """The screen once ``what`` (text or a test of the screen) holds; deadline poll."""
+        test = what if callable(what) else (lambda s: what in s)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            screen = self.text()
+            if test(screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {what!r} on the screen within {timeout_s} s:\n{screen}")
+            time.sleep(0.1)
+
+    def key(self, key: str, *, until: str | Callable[[str], bool] | None = None) -> str:
+        """One key (Textual reads a burst as a paste), then wait for its effect."""
+        before = self.settled()
+        tmux("send-keys", "-t", self.session, key)
+        if until is not None:
+            return self.wait(until, 10)
+        self._changed(before)
+        return self.text()
+
+    def type(self, text: str) -> str:
+        before = self.settled()
+        tmux("send-keys", "-t", self.session, "-l", text)
+        self._changed(before)
+        return self.text()
+
+    def settled(self) -> str:
+        """The styled screen once it stops changing (redraws after an edit come late)."""
+        deadline = time.monotonic() + 10
+        last = self.styled()
+        while True:
+            time.sleep(0.25)
+            now = self.styled()
+            if now == last or time.monotonic() > deadline:
+                return now
+            last = now
+
+    def _changed(self, before: str) -> None:
+        deadline = time.monotonic() + 10
+        while self.styled() == before:
+            assert time.monotonic() < deadline, f"the screen did not change:\n{self.text()}"
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def loop_device(tmp_path: Path) -> Iterator[str]:
+    require_root()
+    backing = Path("/dev/shm") / f"ssdbench-tmux-{tmp_path.name}.img"
+    with backing.open("wb") as f:
+        f.truncate(64 * 2**20)
+    dev = subprocess.run(["losetup", "-f", "--show", str(backing)], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+        backing.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def tui(tmp_path: Path) -> Iterator[tuple[Screen, Path]]:
+    results = tmp_path / "ram"
+    results.mkdir()
+    Path("/run/ssdbench/ram").mkdir(parents=True, exist_ok=True)  # the mount point
+    session = f"ssdbench-test-{tmp_path.name}"
+    inner = (f"mount --bind {results} /run/ssdbench/ram && "
+             f"exec env TERM=linux {SSDBENCH}")
+    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "25",
+         f"unshare -m --propagation private sh -c '{inner}'")
+    try:
+        yield Screen(session), results
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False,
+                       capture_output=True)
+
+
+def test_quick_plan_in_tmux_at_80x25(loop_device: str,
+                                     tui: tuple[Screen, Path]) -> None:
+    assert shutil.which("tmux"), "tmux is installed by make test (scripts/apt-packages.txt)"
+    screen, results = tui
+    name = Path(loop_device).name
+    s = screen.wait(f" {name} ", 30)
+    assert "results: in RAM - no SSDRESULTS stick" in s
+    assert all(len(line) <= 80 for line in s.splitlines())
+    assert len(s.splitlines()) <= 25
+
+    # the drives screen: the detail pane follows the highlighted row
+    highlighted = f"Device       {loop_device}  (loop)"
+    for _ in range(40):
+        s = screen.text()
+        if highlighted in s:
+            break
+        screen.key("Down")
+    assert highlighted in s, s
+    assert "Erase        no secure erase" in s
+    s = screen.key("Space", until=lambda t: re.search(rf"\[x\]\s+{name} ", t) is not None)
+    s = screen.key("p", until=f"Plan for {name}")
+    assert "Preset            quick" in s
+    assert f"no secure erase on {name}" in s  # the default erase is refused for a loop
+
+    # the plan form: discard, OP 0, 3 s tortures, 4 MiB probes
+    screen.key("Tab")
+    screen.key("Enter")
+    screen.key("Down")
+    s = screen.key("Enter", until="secure erase, else discard")
+    for label, value in (("Torture (s)", "3"), ("TRIM torture (s)", "3"),
+                         ("OP levels (%)", "0"), ("Probe (GiB)", "0.004")):
+        screen.key("Tab")
+        screen.type(value)
+        line = re.compile(rf"^ {re.escape(label)}\s+{re.escape(value)}\s*$", re.M)
+        screen.wait(lambda t, line=line: line.search(t) is not None, 10)
+    s = screen.wait("Runs: consistency-default, trim", 10)
+    assert "Torture (s)       3" in s and "TRIM torture (s)  3" in s
+    assert "OP levels (%)     0" in s and "Probe (GiB)       0.004" in s
+    assert "DESTROYS ALL DATA" in s
+
+    # consent: a wrong answer is refused and starts nothing, the right one starts
+    s = screen.key("C-s", until="Consent 1/1")
+    assert f"kernel name (the drive has no serial): {name}" in s
+    wrong = name[-3:]
+    screen.type(wrong)
+    s = screen.key("Enter", until="nothing was started")
+    assert f"'{wrong}' does not match the end of {name}'s name" in s
+    for _ in wrong:
+        screen.key("BSpace")
+    screen.type(name[-4:])
+    s = screen.key("Enter", until="consistency-default")
+    assert not list(results.rglob("report.html"))
+
+    # the run screen: stages of both runs, then the end
+    s = screen.wait(lambda t: " running" in t or "stages done" in t, 60)
+    assert "probe-after_trim" in s
+    s = screen.wait(f"{name}: finished: done", 300)
+    assert f"{name}     11/11 stages done" in s
+    for stage in ("erase", "partition", "fill", "torture", "probe-clean", "trim"):
+        assert re.search(rf"\+ {stage}\s+done", s), (stage, s)
+
+    # results
+    for _ in range(3):  # v right at the end can be taken by the finishing notification
+        tmux("send-keys", "-t", screen.session, "v")
+        try:
+            screen.wait("steady IOPS", 10)
+            break
+        except AssertionError:
+            continue
+    s = screen.wait("Saved in ", 60)  # after "Analysing the results..."
+    m = re.search(r"Saved in (/run/ssdbench/ram/ssdbench/(\S+))", s)
+    assert m is not None, s
+    drive_dir = results / "ssdbench" / m.group(2)
+    rows = dict(re.findall(rf"^ {name}\s+(\S+)\s+(done|failed|cancelled)\s+[\d,]+ ", s,
+                           re.M))
+    assert rows == {"consistency-default": "done", "trim": "done"}, s
+    assert "erase: discard (not secure-erased)" in s
+    assert all(len(line) <= 80 for line in s.splitlines())
+
+    # the folder the screen named
+    assert (drive_dir / "report.html").is_file()
+    for run in ("consistency-default", "trim"):
+        record = json.loads((drive_dir / run / "run.json").read_text())
+        assert record["state"] == "done", record
+        assert record["params"]["torture_seconds"] == 3
+        assert record["params"]["probe_gib"] == 0.004
+    summary = (results / "ssdbench" / "summary.csv").read_text()
+    assert name in summary
+    journal = json.loads((results / "ssdbench" / "state.json").read_text())
+    assert journal["drives"][name]["state"] == "done"
+    screen.key("q", until=lambda t: True)
