@@ -86,6 +86,11 @@ class Screen:
             time.sleep(0.05)
 
 
+def _field_shows(label: str, value: str) -> Callable[[str], bool]:
+    line = re.compile(rf"^ {re.escape(label)}\s+{re.escape(value)}\s*$", re.M)
+    return lambda screen: line.search(screen) is not None
+
+
 @pytest.fixture
 def loop_device(tmp_path: Path) -> Iterator[str]:
     require_root()
@@ -151,8 +156,7 @@ def test_quick_plan_in_tmux_at_80x25(loop_device: str,
                          ("OP levels (%)", "0"), ("Probe (GiB)", "0.004")):
         screen.key("Tab")
         screen.type(value)
-        line = re.compile(rf"^ {re.escape(label)}\s+{re.escape(value)}\s*$", re.M)
-        screen.wait(lambda t, line=line: line.search(t) is not None, 10)
+        screen.wait(_field_shows(label, value), 10)
     s = screen.wait("Runs: consistency-default, trim", 10)
     assert "Torture (s)       3" in s and "TRIM torture (s)  3" in s
     assert "OP levels (%)     0" in s and "Probe (GiB)       0.004" in s
