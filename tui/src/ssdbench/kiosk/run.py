@@ -264,8 +264,8 @@ def _save(mirror: StickMirror, on_finish: str, cancel: threading.Event, out: Tex
         mirror.wait_for_stick(cancel)
     where = mirror.on_stick()
     if where is not None:
-        print(f"ssdbench: results saved on {where} ({n} files written at the end)", file=out,
-              flush=True)
+        print(f"ssdbench: all results copied: {where} ({n} files written at the end)",
+              file=out, flush=True)
     else:
         print(f"ssdbench: results only in RAM ({mirror.results_dir}): no SSDRESULTS stick",
               file=out, flush=True)
