@@ -31,8 +31,12 @@ def tmux(*args: str) -> str:
 
 
 class Screen:
-    def __init__(self, session: str) -> None:
+    """``patience_s``: how long a key may take to show (a TUI on an emulated serial line
+    under TCG is slow)."""
+
+    def __init__(self, session: str, patience_s: float = 10) -> None:
         self.session = session
+        self.patience_s = patience_s
 
     def text(self) -> str:
         return tmux("capture-pane", "-p", "-t", self.session)
@@ -58,7 +62,7 @@ class Screen:
         before = self.settled()
         tmux("send-keys", "-t", self.session, key)
         if until is not None:
-            return self.wait(until, 10)
+            return self.wait(until, self.patience_s)
         self._changed(before)
         return self.text()
 
@@ -80,13 +84,13 @@ class Screen:
             last = now
 
     def _changed(self, before: str) -> None:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + self.patience_s
         while self.styled() == before:
             assert time.monotonic() < deadline, f"the screen did not change:\n{self.text()}"
             time.sleep(0.05)
 
 
-def _field_shows(label: str, value: str) -> Callable[[str], bool]:
+def field_shows(label: str, value: str) -> Callable[[str], bool]:
     line = re.compile(rf"^ {re.escape(label)}\s+{re.escape(value)}\s*$", re.M)
     return lambda screen: line.search(screen) is not None
 
@@ -156,7 +160,7 @@ def test_quick_plan_in_tmux_at_80x25(loop_device: str,
                          ("OP levels (%)", "0"), ("Probe (GiB)", "0.004")):
         screen.key("Tab")
         screen.type(value)
-        screen.wait(_field_shows(label, value), 10)
+        screen.wait(field_shows(label, value), 10)
     s = screen.wait("Runs: consistency-default, trim", 10)
     assert "Torture (s)       3" in s and "TRIM torture (s)  3" in s
     assert "OP levels (%)     0" in s and "Probe (GiB)       0.004" in s
