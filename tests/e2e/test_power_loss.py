@@ -1,0 +1,101 @@
+"""Pulled plug: a kiosk run on one emulated NVMe drive (the trim plan, 5 s torture, 32 MiB
+probes) has QEMU SIGKILLed during the erase, the torture and the report, booting the same
+stick again after each. After every kill each file on the stick parses (no torn JSON, CSV,
+PNG or HTML); the next boot resumes from the journal (state.json on the stick); the last boot
+finishes the plan, with the interrupted attempts set aside and marked "interrupted"."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.scenarios import (
+    BOOT_S,
+    Guest,
+    boot_partition_sha,
+    kiosk_config,
+    make_drive,
+    prepare_stick,
+    stick_files,
+    unparsable,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow]
+
+SERIAL = "E2EPOWERLOSS1"
+APPEND = "ssdbench.poweroff=1 ssdbench.mirror=ttyS0"
+KILL_AT = ("erase", "torture", "report")
+STAGE_S = 300.0
+
+
+def _temp_files(root: Path) -> list[str]:
+    return [str(p.relative_to(root)) for p in root.rglob(".*.tmp-*")]
+
+
+def test_power_loss_at_each_stage_then_resume(dev_image: Path, tmp_path: Path) -> None:
+    drive, _ = make_drive(tmp_path / "nvme.img", SERIAL)
+    config = kiosk_config(tmp_path / "ssdbench.toml", SERIAL)
+    stick = prepare_stick(tmp_path, entry="kiosk", append=APPEND, kiosk_config=config)
+    boot_sha = boot_partition_sha(stick)
+    timings: list[str] = []
+
+    for i, stage in enumerate(KILL_AT):
+        t0 = time.monotonic()
+        with Guest(tmp_path / f"boot{i}", stick, (drive,)) as g:
+            g.wait_for("ssdbench ready", BOOT_S)
+            if i > 0 and KILL_AT[i - 1] != "report":
+                g.wait_for(rf"^ssdbench: nvme\d+n1 \({SERIAL}\): resuming the unfinished plan "
+                           "trim", STAGE_S)
+            started = g.wait_for(rf"^ssdbench: nvme\d+n1 (trim|report) {stage} started",
+                                 STAGE_S)
+            # the journal saying so has reached the stick: now the plug goes
+            g.wait_for(r"^ssdbench: results copied to the stick", 120, start=started.end())
+            g.kill()
+        timings.append(f"boot {i} killed at {stage}: {time.monotonic() - t0:.0f} s")
+        files = stick_files(stick, tmp_path / f"after-{stage}")
+        assert unparsable(files) == [], (stage, g.tail())
+        journal = json.loads((files / "ssdbench" / "state.json").read_text())
+        entry = journal["drives"][SERIAL]
+        if stage == "report":
+            assert entry["state"] == "done", entry
+        else:
+            assert entry["state"] == "running", entry
+            assert entry["runs"]["trim"]["state"] == "running", entry
+        assert len(entry.get("resumes", [])) == i, entry
+
+    # the last boot: the plan was done before the report; the report is written now
+    t0 = time.monotonic()
+    with Guest(tmp_path / "final", stick, (drive,)) as g:
+        g.wait_for("ssdbench ready", BOOT_S)
+        g.wait_for(r"^ssdbench: all results copied: results on stick", STAGE_S)
+        rc = g.wait_exit(120)
+        serial = g.text
+    timings.append(f"final boot: {time.monotonic() - t0:.0f} s")
+    print("\n".join(timings))
+    assert rc == 0, serial[-3000:]
+    assert "already finished (done)" in serial
+    assert "ssdbench: poweroff" in serial, serial[-3000:]  # on_finish, so no rc line follows
+    files = stick_files(stick, tmp_path / "final-files")
+    assert unparsable(files) == []
+    assert _temp_files(files) == []
+    results = files / "ssdbench"
+    state = json.loads((results / "state.json").read_text())["drives"][SERIAL]
+    assert state["state"] == "done" and len(state["resumes"]) == 2
+    drive_dir = results / state["drive_dir"]
+    assert (drive_dir / "report.html").is_file()
+    assert json.loads((drive_dir / "trim" / "run.json").read_text())["state"] == "done"
+    assert list((drive_dir / "trim").glob("*.png")), "the redone run has no charts"
+    aside = sorted(p.name for p in drive_dir.iterdir() if p.name.startswith("trim-"))
+    assert aside == ["trim-interrupted-1", "trim-interrupted-2"], aside
+    # killed just after the stage's start reached the stick (erase may be over by then)
+    for name, during in zip(aside, (("erase", "probe-clean"), ("torture",)), strict=True):
+        record = json.loads((drive_dir / name / "run.json").read_text())
+        assert record["state"] == "interrupted", record
+        assert any(f"interrupted during stage {s} " in record["error"] for s in during), record
+    runs = json.loads((drive_dir / "drive.json").read_text())["runs"]
+    assert [r["state"] for r in runs] == ["interrupted", "interrupted", "done"], runs
+    assert (results / "index.html").is_file() and (results / "summary.csv").is_file()
+    assert boot_partition_sha(stick) == boot_sha
