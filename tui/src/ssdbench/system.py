@@ -177,7 +177,9 @@ class Runner(Protocol):
     def remove_sink(self, sink: CommandSink) -> None: ...
 
 
-class _Sinks:
+class CommandSinks:
+    """The sinks every Runner hands its CommandRecords to (log.txt, bundles, tests)."""
+
     def __init__(self) -> None:
         self._sinks: list[CommandSink] = []
         self._lock = threading.Lock()
@@ -235,7 +237,7 @@ def _check_argv(argv: Sequence[str]) -> tuple[str, ...]:
     return tuple(str(a) for a in argv)
 
 
-class SystemRunner(_Sinks):
+class SystemRunner(CommandSinks):
     """Runs commands on this machine."""
 
     def run(

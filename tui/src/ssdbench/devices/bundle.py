@@ -33,6 +33,7 @@ from ssdbench.system import (
     CommandNotFound,
     CommandRecord,
     CommandSink,
+    CommandSinks,
     CommandTimeout,
     HostFS,
     RecordingMissing,
@@ -60,27 +61,6 @@ class Recording:
 
 def _as_bytes(data: bytes | str) -> bytes:
     return data.encode("utf-8") if isinstance(data, str) else data
-
-
-class _Sinks:
-    def __init__(self) -> None:
-        self._sinks: list[CommandSink] = []
-        self._lock = threading.Lock()
-
-    def add_sink(self, sink: CommandSink) -> None:
-        with self._lock:
-            self._sinks.append(sink)
-
-    def remove_sink(self, sink: CommandSink) -> None:
-        with self._lock:
-            if sink in self._sinks:
-                self._sinks.remove(sink)
-
-    def _emit(self, record: CommandRecord) -> None:
-        with self._lock:
-            sinks = list(self._sinks)
-        for sink in sinks:
-            sink(record)
 
 
 def _raise_or_result(rec: Recording, ok_codes: Sequence[int], timeout: float | None) -> Result:
@@ -129,7 +109,7 @@ def _record_of(rec: Recording, outcome: str) -> CommandRecord:
     )
 
 
-class ReplayRunner(_Sinks):
+class ReplayRunner(CommandSinks):
     """A Runner that answers from recordings keyed by argv (a support bundle or `add`).
 
     The same argv recorded several times is answered in order; the last answer repeats.
