@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
 import signal
-import subprocess
-import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,7 +16,7 @@ from ssdbench.fio import jobs
 from ssdbench.fio.logs import write_run_csvs
 from ssdbench.fio.runner import LiveStatus, run_fio
 from ssdbench.system import SystemRunner
-from tests.conftest import require_root
+from tests.conftest import loop_device
 
 MIB = 2**20
 
@@ -27,18 +24,8 @@ MIB = 2**20
 @pytest.fixture
 def loop() -> Iterator[tuple[str, Path]]:
     """A 32 MiB loop device backed by a zero-filled file on /dev/shm."""
-    require_root()
-    folder = Path(tempfile.mkdtemp(prefix="ssdbench-fio-", dir="/dev/shm"))
-    image = folder / "disk.img"
-    with open(image, "wb") as f:
-        f.truncate(32 * MIB)
-    dev = subprocess.run(["losetup", "-f", "--show", str(image)], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    try:
-        yield dev, image
-    finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        shutil.rmtree(folder, ignore_errors=True)
+    with loop_device(32, prefix="ssdbench-fio-") as dev_image:
+        yield dev_image
 
 
 def target(dev: str) -> jobs.JobTarget:

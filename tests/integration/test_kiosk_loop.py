@@ -6,17 +6,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ssdbench.exitcodes import ExitCode
-from tests.conftest import REPO, require_root
+from tests.conftest import REPO, loop_device
 
 MIB = 2**20
 
@@ -24,20 +22,9 @@ MIB = 2**20
 @pytest.fixture
 def loops() -> Iterator[list[str]]:
     """Two 24 MiB loop devices on /dev/shm filled with a pattern (so writes show)."""
-    require_root()
-    folder = Path(tempfile.mkdtemp(prefix="ssdbench-kiosk-", dir="/dev/shm"))
-    devs: list[str] = []
-    try:
-        for i in range(2):
-            image = folder / f"disk{i}.img"
-            image.write_bytes(bytes([0x5A + i]) * (24 * MIB))
-            devs.append(subprocess.run(["losetup", "-f", "--show", str(image)], check=True,
-                                       capture_output=True, text=True).stdout.strip())
-        yield devs
-    finally:
-        for dev in devs:
-            subprocess.run(["losetup", "-d", dev], check=False)
-        shutil.rmtree(folder, ignore_errors=True)
+    with loop_device(24, fill=0x5A, prefix="ssdbench-kiosk-") as (a, _), \
+            loop_device(24, fill=0x5B, prefix="ssdbench-kiosk-") as (b, _):
+        yield [a, b]
 
 
 def digest(dev: str) -> str:

@@ -6,9 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,28 +18,16 @@ from ssdbench.plan.engine import DriveJob
 from ssdbench.plan.journal import Journal
 from ssdbench.plan.plans import build_plan
 from ssdbench.system import Host, SystemRunner, live_host
-from tests.conftest import require_root
+from tests.conftest import loop_device
 
 MIB = 2**20
 
 
 @pytest.fixture
 def loops() -> Iterator[list[str]]:
-    require_root()
-    folder = Path(tempfile.mkdtemp(prefix="ssdbench-multi-", dir="/dev/shm"))
-    devs: list[str] = []
-    try:
-        for i in range(2):
-            image = folder / f"disk{i}.img"
-            with open(image, "wb") as f:
-                f.truncate(24 * MIB)
-            devs.append(subprocess.run(["losetup", "-f", "--show", str(image)], check=True,
-                                       capture_output=True, text=True).stdout.strip())
-        yield devs
-    finally:
-        for dev in devs:
-            subprocess.run(["losetup", "-d", dev], check=False)
-        shutil.rmtree(folder, ignore_errors=True)
+    with loop_device(24, prefix="ssdbench-multi-") as (a, _), \
+            loop_device(24, prefix="ssdbench-multi-") as (b, _):
+        yield [a, b]
 
 
 SETS = ["--set", "trim_torture_seconds=2", "--set", "probe_gib=0.00390625",

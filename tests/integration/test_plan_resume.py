@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,26 +16,15 @@ from pathlib import Path
 import pytest
 
 from ssdbench.exitcodes import ExitCode
-from tests.conftest import REPO, require_root
+from tests.conftest import REPO, loop_device
 
 MIB = 2**20
 
 
 @pytest.fixture
 def loop() -> Iterator[str]:
-    require_root()
-    folder = Path(tempfile.mkdtemp(prefix="ssdbench-resume-", dir="/dev/shm"))
-    image = folder / "disk.img"
-    with open(image, "wb") as f:
-        f.truncate(24 * MIB)
-    dev = subprocess.run(["losetup", "-f", "--show", str(image)], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    try:
+    with loop_device(24, prefix="ssdbench-resume-") as (dev, _image):
         yield dev
-    finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        shutil.rmtree(folder, ignore_errors=True)
-
 
 def fio_pids_under(folder: Path) -> list[int]:
     """fio processes whose working directory is inside ``folder`` (started by this test)."""

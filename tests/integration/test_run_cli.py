@@ -5,11 +5,9 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +16,7 @@ import pytest
 
 from ssdbench.cli import main
 from ssdbench.exitcodes import ExitCode
-from tests.conftest import REPO, require_root
+from tests.conftest import REPO, loop_device
 
 MIB = 2**20
 
@@ -26,18 +24,8 @@ MIB = 2**20
 @pytest.fixture
 def loop() -> Iterator[str]:
     """A 32 MiB loop device backed by a zero-filled file on /dev/shm."""
-    require_root()
-    folder = Path(tempfile.mkdtemp(prefix="ssdbench-run-", dir="/dev/shm"))
-    image = folder / "disk.img"
-    with open(image, "wb") as f:
-        f.truncate(32 * MIB)
-    dev = subprocess.run(["losetup", "-f", "--show", str(image)], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    try:
+    with loop_device(32, prefix="ssdbench-run-") as (dev, _image):
         yield dev
-    finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def only_drive_dir(results: Path) -> Path:
