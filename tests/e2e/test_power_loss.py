@@ -23,7 +23,7 @@ from tests.e2e.scenarios import (
     unparsable,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 SERIAL = "E2EPOWERLOSS1"
 APPEND = "ssdbench.poweroff=1 ssdbench.mirror=ttyS0"

@@ -74,10 +74,10 @@ class Screen:
 
     def settled(self) -> str:
         """The styled screen once it stops changing (redraws after an edit come late)."""
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + self.patience_s
         last = self.styled()
         while True:
-            time.sleep(0.25)
+            time.sleep(0.25 if self.patience_s <= 10 else 2.0)
             now = self.styled()
             if now == last or time.monotonic() > deadline:
                 return now

@@ -1,0 +1,103 @@
+"""The "Interactive on serial console" boot entry: the TUI runs on ttyS0. QEMU runs inside
+a tmux pane (80x25) with the serial port on its stdio, so tmux is the serial terminal: the
+test reads the screen with capture-pane and types with send-keys, through a quick plan
+(shrunk in the plan form) on an emulated NVMe drive to the results screen."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.scenarios import BOOT_S, Guest, make_drive, prepare_stick
+from tests.ui.test_tmux import Screen, field_shows, tmux
+
+pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(1800)]
+
+SERIAL = "E2ETUISERIAL1"
+
+
+def _serial_log(workdir: Path) -> str:
+    path = workdir / "serial.log"
+    return path.read_text(errors="replace") if path.is_file() else ""
+
+
+def _wait_log(workdir: Path, needle: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while needle not in _serial_log(workdir):
+        assert time.monotonic() < deadline, f"no {needle!r}:\n{_serial_log(workdir)[-2000:]}"
+        time.sleep(0.2)
+
+
+def test_tui_on_the_serial_console_runs_a_quick_plan(dev_image: Path, tmp_path: Path) -> None:
+    drive, _ = make_drive(tmp_path / "nvme.img", SERIAL, size=128 << 20)
+    stick = prepare_stick(tmp_path, entry="serial", append="ssdbench.term=linux")
+    work = tmp_path / "qemu"
+    work.mkdir()
+    guest = Guest(work, stick, (drive,))
+    argv = guest.argv()
+    i = argv.index("-chardev")
+    argv[i + 1] = f"stdio,id=ser0,signal=off,logfile={work / 'serial.log'}"
+    session = f"ssdbench-serial-{tmp_path.name}"
+    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "25",
+         f"{shlex.join(argv)} 2>{work / 'qemu.stderr'}")
+    screen = Screen(session, patience_s=120)
+    t0 = time.monotonic()
+    try:
+        _wait_log(work, "ssdbench ready", BOOT_S)
+        assert "mode=interactive" in _serial_log(work)
+        # the TUI on the serial console: the drives screen with the emulated drive
+        s = screen.wait(SERIAL, 180)
+        assert "results:" in s and "stick" in s
+        nvme = re.search(r"(nvme\d+n1)", s)
+        assert nvme is not None, s
+        name = nvme.group(1)
+        highlighted = f"/dev/{name}"
+        screen.wait(lambda t: re.search(r"Device\s+/dev/", t) is not None, 120)
+        screen.settled()
+        s = screen.text()
+        for _ in range(10):
+            if re.search(rf"Device\s+{highlighted}", s):
+                break
+            s = screen.key("Down")
+        assert re.search(rf"Device\s+{highlighted}", s), s
+        s = screen.key("Space", until=lambda t: re.search(rf"\[x\]\s+{name} ", t) is not None)
+        s = screen.key("p", until=f"Plan for {name}")
+        assert "Preset            quick" in s
+        # secure erase stays (QEMU's NVMe formats); OP 0, 3 s tortures, 4 MiB probes
+        screen.key("Tab")  # erase method
+        for label, value in (("Torture (s)", "3"), ("TRIM torture (s)", "3"),
+                             ("OP levels (%)", "0"), ("Probe (GiB)", "0.004")):
+            screen.key("Tab")
+            screen.type(value)
+            screen.wait(field_shows(label, value), 120)
+        s = screen.wait("Runs: consistency-default, trim", 120)
+        s = screen.key("C-s", until="Consent 1/1")
+        assert SERIAL in s
+        screen.type(SERIAL[-4:])
+        screen.key("Enter", until="consistency-default")
+        s = screen.wait(f"{name}: finished: done", 600)
+        assert re.search(rf"{name}\s+11/11 stages done", s), s
+        for _ in range(3):
+            tmux("send-keys", "-t", session, "v")
+            try:
+                screen.wait("steady IOPS", 60)
+                break
+            except AssertionError:
+                continue
+        s = screen.wait("Saved in ", 180)
+        assert "/mnt/ssdresults/ssdbench/" in s, s
+        rows = dict(re.findall(rf"^ {name}\s+(\S+)\s+(done|failed|cancelled)\s+[\d,]+ ", s,
+                               re.M))
+        assert rows == {"consistency-default": "done", "trim": "done"}, s
+        # the serial stream carried the TUI itself (escape sequences and its text)
+        log = _serial_log(work)
+        assert "\x1b[" in log, log[-500:]
+        print(f"tui on serial: {time.monotonic() - t0:.0f} s")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False,
+                       capture_output=True)
