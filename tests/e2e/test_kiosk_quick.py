@@ -1,0 +1,184 @@
+"""The quick plan, unattended, end to end: the Kiosk entry boots from the emulated stick with
+a config on SSDRESULTS, tests an emulated NVMe drive (real `nvme format --ses=1`, verified)
+and an emulated AHCI SATA drive (no ATA security in QEMU: discard fallback) at the same
+time, leaves a patterned bystander drive alone and powers off. Everything is then checked
+from outside, on the stick's copy of SSDRESULTS.
+
+The plan's stages are the real ones; only its durations are shrunk through [params] so the
+boot + plan stay within a few minutes under TCG."""
+
+from __future__ import annotations
+
+import csv
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.rig import Boot, boot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(1800)]
+
+NVME_SERIAL = "E2EQNVME01"
+SATA_SERIAL = "E2EQSATA01"
+DRIVE_BYTES = 512 * 1024 * 1024
+MIB = 1024 * 1024
+TORTURE_S = 12
+TRIM_TORTURE_S = 8
+RUNS = ("consistency-default", "consistency-op25", "trim")
+CONFIG = f"""\
+plan = "quick"
+select = ["serial:{NVME_SERIAL}", "serial:{SATA_SERIAL}"]
+destroy = ["{NVME_SERIAL}", "{SATA_SERIAL}"]
+on_finish = "poweroff"
+
+[params]
+torture_seconds = {TORTURE_S}
+trim_torture_seconds = {TRIM_TORTURE_S}
+probe_gib = 0.0625
+erase_fallback = "discard"
+"""
+
+
+@pytest.fixture(scope="module")
+def quick(dev_image: Path, tmp_path_factory: pytest.TempPathFactory) -> Boot:
+    work = tmp_path_factory.mktemp("kiosk-quick")
+    config = work / "ssdbench.toml"
+    config.write_text(CONFIG)
+    return boot(
+        work / "qemu",
+        entry="kiosk",
+        append="ssdbench.poweroff=1 ssdbench.mirror=ttyS0",
+        kiosk_config=config,
+        nvme=(f"512M,serial={NVME_SERIAL}",),
+        sata=(f"512M,serial={SATA_SERIAL},model=E2E quick SATA",),
+        timeout_s=1500,
+    )
+
+
+def _root(b: Boot) -> Path:
+    return b.results / "ssdbench"
+
+
+def _drive_dir(b: Boot, serial: str) -> Path:
+    found = sorted(_root(b).glob(f"*_{serial}"))
+    assert len(found) == 1, (serial, sorted(p.name for p in _root(b).iterdir()), b.tail())
+    return found[0]
+
+
+def _run_json(b: Boot, serial: str, run: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((_drive_dir(b, serial) / run / "run.json").read_text())
+    return data
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    assert data[12:16] == b"IHDR"
+    assert len(data) > 10_000, f"{path} is only {len(data)} bytes"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_kiosk_ran_the_plan_and_powered_off(quick: Boot) -> None:
+    assert quick.returncode == 0, f"QEMU did not power off (rc {quick.returncode}):\n{quick.tail()}"
+    assert "mode=kiosk" in quick.serial and "plan quick" in quick.serial, quick.tail()
+    for serial in (NVME_SERIAL, SATA_SERIAL):
+        assert f"({serial}): done:" in quick.serial, quick.tail(80)
+    assert "ssdbench: poweroff" in quick.serial, quick.tail()
+    state = json.loads((_root(quick) / "state.json").read_text())
+    drives = state["drives"]
+    assert set(drives) == {NVME_SERIAL, SATA_SERIAL}
+    for entry in drives.values():
+        assert entry["state"] == "done"
+        assert {r: v["state"] for r, v in entry["runs"].items()} == dict.fromkeys(RUNS, "done")
+
+
+def test_bystander_and_boot_partition_left_alone(quick: Boot) -> None:
+    assert quick.bystander_sha_after == quick.bystander_sha_before, "the bystander was written"
+    assert quick.boot_partition_sha_after == quick.boot_partition_sha_before
+    assert "E2EBYSTANDER" not in (_root(quick) / "summary.csv").read_text()
+    assert not list(_root(quick).glob("*SSDBBYSTANDER*"))
+
+
+def test_every_run_folder_with_its_series_and_charts(quick: Boot) -> None:
+    for serial in (NVME_SERIAL, SATA_SERIAL):
+        drive = _drive_dir(quick, serial)
+        assert (drive / "drive.json").is_file() and (drive / "report.html").is_file()
+        for run in RUNS:
+            run_dir = drive / run
+            record = _run_json(quick, serial, run)
+            assert record["state"] == "done" and record["error"] is None, record
+            rows = _csv(run_dir / "iops.csv")
+            want = TRIM_TORTURE_S if run == "trim" else TORTURE_S
+            assert [int(r["time_s"]) for r in rows] == list(range(want)), run_dir
+            assert sum(float(r["iops"]) for r in rows) > 0
+            pngs = sorted(run_dir.glob("*.png"))
+            assert pngs, f"no charts in {run_dir}"
+            for png in pngs:
+                width, height = _png_size(png)
+                assert width == 1200 and height >= 700, (png, width, height)
+    assert (_root(quick) / "index.html").is_file()
+
+
+def test_summary_has_one_done_row_per_run(quick: Boot) -> None:
+    rows = _csv(_root(quick) / "summary.csv")
+    got = sorted((r["serial"], r["run"]) for r in rows)
+    assert got == sorted((s, r) for s in (NVME_SERIAL, SATA_SERIAL) for r in RUNS)
+    assert {r["run_state"] for r in rows} == {"done"}
+    for r in rows:
+        if r["run"] == "trim":
+            assert r["trim_verdict"], r
+            assert r["trim_clean_mib_s"] and r["trim_after_trim_mib_s"], r
+        else:
+            assert float(r["iops_mean"]) > 0, r
+
+
+def test_trim_run_has_three_probes_and_the_nvme_reads_back_zeros(quick: Boot) -> None:
+    for serial in (NVME_SERIAL, SATA_SERIAL):
+        trim_dir = _drive_dir(quick, serial) / "trim"
+        phases = [r["phase"] for r in _csv(trim_dir / "probes.csv")]
+        assert phases == ["clean", "after_torture", "after_trim"]
+        for phase in phases:
+            assert _csv(trim_dir / f"probe-{phase}.csv"), phase
+    nvme_trim = _run_json(quick, NVME_SERIAL, "trim")["trim"]
+    assert nvme_trim["discard_sectors"] > 0
+    readback = nvme_trim["zero_readback"]  # QEMU's NVMe reports DLFEAT 1
+    assert readback["promised"] == "dlfeat"
+    assert readback["checked"] == readback["zero"] == 64, readback
+    # QEMU's AHCI disk promises nothing (no RZAT): no read-back
+    assert _run_json(quick, SATA_SERIAL, "trim")["trim"]["zero_readback"] is None
+
+
+def test_nvme_runs_are_formatted_and_verified_sata_runs_discarded(quick: Boot) -> None:
+    for run in RUNS:
+        erase = _run_json(quick, NVME_SERIAL, run)["erase"]
+        assert erase["method"] == "nvme-format-user-data", erase
+        assert erase["secure"] is True and erase["verified"] is True, erase
+        sata = _run_json(quick, SATA_SERIAL, run)["erase"]
+        assert sata["method"] == "discard" and sata["secure"] is False, sata
+
+
+def test_op25_runs_on_a_partition_of_three_quarters(quick: Boot) -> None:
+    for serial, suffix in ((NVME_SERIAL, "p1"), (SATA_SERIAL, "1")):
+        record = _run_json(quick, serial, "consistency-op25")
+        target = record["target"]
+        disk = record["drive"]["path"]
+        assert target["path"] == disk + suffix, target
+        assert target["op_percent"] == 25
+        assert record["drive"]["size_bytes"] == DRIVE_BYTES
+        assert target["span_bytes"] == DRIVE_BYTES * 75 // 100 // MIB * MIB, target
+        jobs = sorted((_drive_dir(quick, serial) / "consistency-op25" / "jobs").glob("*.fio"))
+        assert {j.stem for j in jobs} >= {"fill", "torture"}, jobs
+        for job in jobs:
+            names = [ln for ln in job.read_text().splitlines() if ln.startswith("filename=")]
+            assert names and all(ln == f"filename={target['path']}" for ln in names), job
+        default = _run_json(quick, serial, "consistency-default")["target"]
+        assert default["path"] == disk and default["span_bytes"] == DRIVE_BYTES
