@@ -89,7 +89,7 @@ def test_tui_on_the_serial_console_runs_a_quick_plan(dev_image: Path, tmp_path: 
                 break
             except AssertionError:
                 continue
-        s = screen.wait("Saved in ", 180)
+        s = screen.wait("Saved in", 180)  # the path may wrap onto the next line
         assert "/mnt/ssdresults/ssdbench/" in s, s
         rows = dict(re.findall(rf"^ {name}\s+(\S+)\s+(done|failed|cancelled)\s+[\d,]+ ", s,
                                re.M))
