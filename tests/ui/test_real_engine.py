@@ -3,7 +3,6 @@ from the drives screen to the results screen (root; fio, blkdiscard)."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,23 +15,14 @@ from ssdbench.ui.engine import LiveEngine
 from ssdbench.ui.plan import PlanScreen
 from ssdbench.ui.results import ResultsScreen
 from ssdbench.ui.run import RunScreen
-from tests.conftest import require_root
+from tests.conftest import loop_device as make_loop_device
 from tests.ui.conftest import make_app, wait_for
 
 
 @pytest.fixture
-def loop_device(tmp_path: Path) -> Iterator[str]:
-    require_root()
-    backing = Path("/dev/shm") / f"ssdbench-ui-{tmp_path.name}.img"
-    with backing.open("wb") as f:
-        f.truncate(32 * 2**20)
-    dev = subprocess.run(["losetup", "-f", "--show", str(backing)], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    try:
+def loop_device() -> Iterator[str]:
+    with make_loop_device(32, prefix="ssdbench-ui-") as (dev, _image):
         yield dev
-    finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        backing.unlink(missing_ok=True)
 
 
 @pytest.mark.root

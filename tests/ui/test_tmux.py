@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, require_root
+from tests.conftest import REPO
+from tests.conftest import loop_device as make_loop_device
 
 pytestmark = [pytest.mark.root]
 
@@ -96,18 +97,9 @@ def field_shows(label: str, value: str) -> Callable[[str], bool]:
 
 
 @pytest.fixture
-def loop_device(tmp_path: Path) -> Iterator[str]:
-    require_root()
-    backing = Path("/dev/shm") / f"ssdbench-tmux-{tmp_path.name}.img"
-    with backing.open("wb") as f:
-        f.truncate(64 * 2**20)
-    dev = subprocess.run(["losetup", "-f", "--show", str(backing)], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    try:
+def loop_device() -> Iterator[str]:
+    with make_loop_device(64, prefix="ssdbench-tmux-") as (dev, _image):
         yield dev
-    finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        backing.unlink(missing_ok=True)
 
 
 @pytest.fixture
