@@ -14,7 +14,7 @@ columns, only the first three are used) and ``<prefix>_clat_hist.1.log`` (``log_
 
 Every second of a stage has exactly one CSV row: ``ceil((job_runtime_ms - 100) / 1000)``
 rows (at least one), the last one possibly a partial second.
-Parsing is vectorized (numpy); a 24-hour log set parses in about a second.
+Parsing is vectorized (numpy); the histogram log has its own reader (histlog.py).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from ssdbench.fio.histlog import SparseLog, parse_sparse
 from ssdbench.fio.jobs import HIST_BINS
 from ssdbench.fio.status import FioReport, parse_report
 from ssdbench.results import atomic
@@ -40,6 +41,7 @@ DDIR = {"read": 0, "write": 1, "trim": 2}
 MIB = 1024.0 * 1024.0
 GIB = 1024.0**3
 TAIL_SLACK_MS = 100
+EPSILON = 1e-9  # a cumulative count equal to a percentile's target reaches it
 
 
 class LogError(ValueError):
@@ -161,7 +163,7 @@ def hist_stats_us(counts: F64, percentiles: Sequence[float]) -> tuple[F64, F64]:
 
     A percentile is the midpoint of the first bin whose cumulative count reaches it (as
     fio reports them); max is the midpoint of the highest non-empty bin. Rows without
-    samples give NaN.
+    samples give NaN. (The dense form; logs are read sparse, see hist_percentiles.)
     """
     rows, nbins = counts.shape
     lower, upper = bin_edges_ns(nbins)
@@ -170,24 +172,77 @@ def hist_stats_us(counts: F64, percentiles: Sequence[float]) -> tuple[F64, F64]:
     mx = np.full(rows, np.nan)
     if rows == 0:
         return pct, mx
-    # Work only on the bins some row uses (real latencies span a few dozen bins).
-    used = np.flatnonzero(counts.any(axis=0))
-    if used.size == 0:
-        return pct, mx
-    counts = counts[:, used]
-    mid_us = mid_us[used]
-    nbins = used.size
     total = counts.sum(axis=1)
     has = total > 0
     cum = np.cumsum(counts, axis=1)
     for j, p in enumerate(percentiles):
         target = total * (p / 100.0)
-        # first bin with cum >= target (vectorized searchsorted per row)
-        idx = (cum < target[:, None] - 1e-9).sum(axis=1)
-        idx = np.minimum(idx, nbins - 1)
-        pct[:, j] = np.where(has, mid_us[idx], np.nan)
+        idx = (cum < target[:, None] - EPSILON).sum(axis=1)  # first bin with cum >= target
+        pct[:, j] = np.where(has, mid_us[np.minimum(idx, nbins - 1)], np.nan)
     top = nbins - 1 - np.argmax(counts[:, ::-1] > 0, axis=1)
     mx[:] = np.where(has, mid_us[top], np.nan)
+    return pct, mx
+
+
+def load_hist_log(path: Path) -> SparseLog:
+    """A latency histogram log's non-zero counts (fast path for fio's own layout)."""
+    sparse = parse_sparse(path.read_bytes())
+    return sparse if sparse is not None else SparseLog.from_dense(load_log(path, min_cols=4))
+
+
+def hist_percentiles(log: SparseLog, ddir: int, n: int,
+                     percentiles: Sequence[float]) -> tuple[F64, F64]:
+    """Per-second latency percentiles and max (µs) of one direction, n seconds long, from
+    a histogram log's non-zero counts (NaN for a second without samples).
+
+    The same answers as :func:`hist_stats_us` on the dense rows, without building them:
+    a row's counts are consecutive entries in bin order, so a running sum over all entries
+    and one search per row find the first bin that reaches each percentile.
+    """
+    pct = np.full((n, len(percentiles)), np.nan)
+    mx = np.full(n, np.nan)
+    nbins = log.ncols - 3
+    if log.nrows == 0 or nbins < 1:
+        return pct, mx
+    head = log.cols < 3
+    time_ms, direction = np.zeros(log.nrows), np.zeros(log.nrows)
+    for out, col in ((time_ms, 0), (direction, 1)):
+        pick = head & (log.cols == col)
+        out[log.rows[pick]] = log.values[pick]
+    mine = np.flatnonzero(direction == ddir)
+    sec = second_index(time_ms[mine])
+    keep = sec < n
+    seconds, first = np.unique(sec[keep], return_index=True)
+    chosen = mine[keep][first]  # log rows, one per second (the first of a second wins)
+    counted = ~head & (log.values > 0)
+    if np.array_equal(chosen, np.arange(log.nrows)):  # the usual log: every row, in order
+        slots, bins, values = log.rows[counted], log.cols[counted] - 3, log.values[counted]
+    else:
+        slot_of = np.full(log.nrows, -1, dtype=np.int64)
+        slot_of[chosen] = np.arange(chosen.size)
+        counted &= slot_of[log.rows] >= 0
+        slots = slot_of[log.rows[counted]]
+        order = np.argsort(slots, kind="stable")  # bins stay in order within a row
+        slots, bins = slots[order], (log.cols[counted] - 3)[order]
+        values = log.values[counted][order]
+    lower, upper = bin_edges_ns(nbins)
+    mid_us = (lower + upper) / 2.0 / 1000.0
+    m = chosen.size
+    per_row = np.bincount(slots, minlength=m)
+    end = np.cumsum(per_row)
+    begin = end - per_row
+    has = end > begin
+    running = np.cumsum(values)
+    before = np.concatenate(([0.0], running))[begin]
+    total = np.concatenate(([0.0], running))[end] - before
+    out = np.full((m, len(percentiles)), np.nan)
+    for j, p in enumerate(percentiles):
+        idx = np.searchsorted(running, before + total * (p / 100.0) - EPSILON)
+        idx = np.clip(idx, begin, np.maximum(end - 1, begin))
+        out[has, j] = mid_us[bins[idx[has]]]
+    top = np.full(m, np.nan)
+    top[has] = mid_us[bins[end[has] - 1]]
+    pct[seconds], mx[seconds] = out, top
     return pct, mx
 
 
@@ -282,16 +337,8 @@ def stage_series(files: StageFiles, direction: str, *, latency: bool = True) -> 
         lat_mean = np.where(lat_present, lat_ns / 1000.0, np.nan)
         hist_path = files.log("clat_hist")
         if hist_path.exists():
-            hist = load_log(hist_path, min_cols=4)
-            hist = hist[hist[:, 1] == ddir]
-            if hist.shape[0]:
-                sec = second_index(hist[:, 0])
-                keep = sec < n
-                sec, counts = sec[keep], hist[keep, 3:]
-                uniq, first = np.unique(sec, return_index=True)
-                pct, mx = hist_stats_us(counts[first], (99.0, 99.99))
-                p99, p9999, lmax = nan.copy(), nan.copy(), nan.copy()
-                p99[uniq], p9999[uniq], lmax[uniq] = pct[:, 0], pct[:, 1], mx
+            pct, lmax = hist_percentiles(load_hist_log(hist_path), ddir, n, (99.0, 99.99))
+            p99, p9999 = pct[:, 0], pct[:, 1]
     idle = iops <= 0
     lat = [np.where(idle, np.nan, a) for a in (lat_mean, p99, p9999, lmax)]
     last = min(max(runtime_s - (n - 1), 0.0), 1.0) if n else 1.0
