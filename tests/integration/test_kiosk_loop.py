@@ -61,7 +61,7 @@ def write_config(path: Path, names: list[str], destroy: list[str], extra: str = 
 def test_kiosk_runs_only_the_drive_destroy_names(loops: list[str], tmp_path: Path) -> None:
     names = [os.path.basename(d) for d in loops]
     before_other = digest(loops[1])
-    config = write_config(tmp_path / "ssdbench.toml", names, [names[0]])
+    config = write_config(tmp_path / "ssdbench.toml", names, [names[0]], "svg = false\n")
     results = tmp_path / "results"
 
     dry = kiosk(config, results, "--dry-run")
@@ -85,6 +85,8 @@ def test_kiosk_runs_only_the_drive_destroy_names(loops: list[str], tmp_path: Pat
     assert record["state"] == "done" and record["params"]["trim_torture_seconds"] == 2
     state = json.loads((results / "state.json").read_text())
     assert state["drives"][names[0]]["state"] == "done"
+    # svg = false: the charts as PNG only
+    assert list(results.rglob("*.png")) and not list(results.rglob("*.svg"))
 
     again = kiosk(config, results)  # a reboot after the end: the journal says done
     assert again.returncode == ExitCode.OK

@@ -23,15 +23,18 @@ def test_shipped_example_is_valid() -> None:
     assert config.plan == "quick" and config.select_all
     assert config.destroy_serials == ("REPLACE-WITH-SERIAL",)
     assert config.on_finish == "stay"
+    assert config.svg
 
 
 def test_full_config() -> None:
     config = parse_config(
         tomllib.loads(
             'plan = "review"\nselect = ["serial:S1", "model:Samsung SSD 8*"]\n'
-            'destroy = ["S1", "S2"]\non_finish = "poweroff"\n[params]\ntorture_seconds = 600\n'
+            'destroy = ["S1", "S2"]\non_finish = "poweroff"\nsvg = false\n'
+            '[params]\ntorture_seconds = 600\n'
         )
     )
+    assert not config.svg
     assert config.selects("S1", "anything")
     assert config.selects("X", "SAMSUNG SSD 870 EVO 1TB")
     assert not config.selects("X", "Crucial MX500")
@@ -51,6 +54,7 @@ def test_full_config() -> None:
         ('destroy = "all-eligible"\non_finish = "halt"', "on_finish", "poweroff, reboot, stay"),
         ('destroy = "all-eligible"\ntorture_seconds = 5', "torture_seconds", "unknown key"),
         ('destroy = "all-eligible"\nparams = 5', "params", "table"),
+        ('destroy = "all-eligible"\nsvg = "no"', "svg", "true or false"),
         ('destroy = "all-eligible"\n[params]\nx = [1]', "params.x", "number"),
     ],
 )

@@ -70,6 +70,8 @@ def register(subparsers: Any) -> None:
                    help="continue what the journal says was unfinished (no DRIVE: every "
                         "unfinished drive, with the consent recorded when it started)")
     p.add_argument("--no-pin", action="store_true", help="do not pin each drive's fio to a CPU")
+    p.add_argument("--no-svg", action="store_true",
+                   help="charts as PNG only (no SVG copies: a faster report)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=main)
 
@@ -225,14 +227,15 @@ def _run(args: argparse.Namespace, given: Host | None, err: TextIO,
         job = jobs[0]
         outcomes = [engine.run_plan(host, job.drive, job.plan, results_root=root,
                                     consent=job.consent, progress=progress, cancel=cancel,
-                                    journal=journal, resume=job.resume)]
+                                    journal=journal, resume=job.resume, svg=not args.no_svg)]
     else:
         def factory() -> Host:
             return given if given is not None else Host(SystemRunner(), host.fs)
 
         outcomes = engine.run_plans(factory, jobs, results_root=root, progress=progress,
-                                    cancel=cancel, journal=journal, pin=not args.no_pin)
-    for problem in engine.finish(root):
+                                    cancel=cancel, journal=journal, pin=not args.no_pin,
+                                    svg=not args.no_svg)
+    for problem in engine.finish(root, svg=not args.no_svg):
         print(f"ssdbench: {problem}", file=err)
     return _summarise(outcomes, err)
 

@@ -14,6 +14,7 @@ form; nothing destructive runs then.  Example (shipped as ``ssdbench.toml.exampl
     select = "all-eligible"        # or ["serial:S4EVNX0R123456", "model:Samsung SSD 870*"]
     destroy = "all-eligible"       # or ["S4EVNX0R123456"]: consent, by serial
     on_finish = "poweroff"         # poweroff | reboot | stay
+    svg = true                     # charts also as SVG (false: PNG only, a faster report)
 
     [params]                       # plan parameters (docs/results-format.md)
     torture_seconds = 600
@@ -72,6 +73,7 @@ class KioskConfig:
     destroy_serials: tuple[str, ...] = ()
     on_finish: str = "stay"
     params: Mapping[str, Scalar] = field(default_factory=dict)
+    svg: bool = True
 
     @property
     def destructive(self) -> bool:
@@ -92,7 +94,7 @@ class KioskConfig:
         return bool(serial) and serial in self.destroy_serials
 
 
-_KEYS = {"plan", "select", "destroy", "on_finish", "params"}
+_KEYS = {"plan", "select", "destroy", "on_finish", "params", "svg"}
 
 
 def _string_list(source: str, key: str, value: object, form: str) -> list[str]:
@@ -155,6 +157,10 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml") -> Kios
             source, "on_finish", f"expected one of {', '.join(ON_FINISH)}, got {on_finish!r}"
         )
 
+    svg = data.get("svg", True)
+    if not isinstance(svg, bool):
+        raise ConfigError(source, "svg", f"expected true or false, got {svg!r}")
+
     params = data.get("params", {})
     if not isinstance(params, dict):
         raise ConfigError(source, "params", "expected a table: [params] with key = value lines")
@@ -173,6 +179,7 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml") -> Kios
         destroy_serials=tuple(destroy_serials),
         on_finish=on_finish,
         params=dict(params),
+        svg=svg,
     )
 
 

@@ -233,15 +233,15 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     for drive_dir in reports:  # finished, but the power went during its report
         print(f"ssdbench: {drive_dir.name}: the report was not written (interrupted); "
               "writing it", file=out, flush=True)
-        problem = engine.render_drive_report(drive_dir)
+        problem = engine.render_drive_report(drive_dir, svg=config.svg)
         if problem:
             print(f"ssdbench: {drive_dir.name}: {problem}", file=out, flush=True)
     if not jobs:
         print("ssdbench: no drive to test", file=out, flush=True)
         outcomes: list[DriveOutcome] = []
     else:
-        outcomes = _run(jobs, root, journal, out, cancel, mirror=mirror)
-    for problem in engine.finish(root):
+        outcomes = _run(jobs, root, journal, out, cancel, mirror=mirror, svg=config.svg)
+    for problem in engine.finish(root, svg=config.svg):
         print(f"ssdbench: {problem}", file=out, flush=True)
     _summary(outcomes, out)
     sync_destination()
@@ -298,7 +298,8 @@ def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal
 
 
 def _run(jobs: list[DriveJob], root: Path, journal: Journal, out: TextIO,
-         cancel: threading.Event, *, mirror: StickMirror | None = None) -> list[DriveOutcome]:
+         cancel: threading.Event, *, mirror: StickMirror | None = None,
+         svg: bool = True) -> list[DriveOutcome]:
     def factory() -> Host:
         from ssdbench.system import live_host
 
@@ -312,7 +313,8 @@ def _run(jobs: list[DriveJob], root: Path, journal: Journal, out: TextIO,
                 mirror.request()
 
         return engine.run_plans(factory, jobs, results_root=root, progress=progress,
-                                cancel=cancel, journal=journal, report_progress=True)
+                                cancel=cancel, journal=journal, report_progress=True,
+                                svg=svg)
 
     if out.isatty():
         screen = Screen(out)

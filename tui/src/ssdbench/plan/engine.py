@@ -186,8 +186,9 @@ class PinnedRunner:
 
 # ---- reports ----
 
-def render_drive_report(drive_dir: Path) -> str | None:
-    """The report room's summary/charts/HTML for one drive; a problem as text, never raised."""
+def render_drive_report(drive_dir: Path, *, svg: bool = True) -> str | None:
+    """The report room's summary/charts/HTML for one drive; a problem as text, never raised.
+    ``svg``: every chart also as SVG (PNG always)."""
     try:
         from ssdbench.report import render_drive
     except ImportError:
@@ -195,14 +196,14 @@ def render_drive_report(drive_dir: Path) -> str | None:
                 f"{drive_dir.parent}` later")
     try:
         with _REPORT_LOCK:
-            render_drive(drive_dir)
+            render_drive(drive_dir, svg=svg)
     except Exception as exc:  # the measurements are saved; a report bug must not hide that
         return (f"report failed ({type(exc).__name__}: {exc}); the results are saved, run "
                 f"`ssdbench report {drive_dir.parent}` to retry")
     return None
 
 
-def finish(results_root: Path) -> list[str]:
+def finish(results_root: Path, *, svg: bool = True) -> list[str]:
     """After every drive: index.html and summary.csv of the results root; problems."""
     try:
         from ssdbench.report import render_index
@@ -211,7 +212,7 @@ def finish(results_root: Path) -> list[str]:
     try:
         with _REPORT_LOCK:
             if results_root.is_dir():
-                render_index(results_root)
+                render_index(results_root, svg=svg)
     except Exception as exc:
         return [f"index failed ({type(exc).__name__}: {exc}); run `ssdbench report "
                 f"{results_root}` to retry"]
@@ -300,6 +301,7 @@ def run_plan(
     resume: bool = False,
     cpu: int | None = None,
     report_progress: bool = False,
+    svg: bool = True,
 ) -> DriveOutcome:
     """Every run of ``plan`` on ``drive``, one after the other (each from its own erase).
 
@@ -307,7 +309,7 @@ def run_plan(
     journal entry for this drive is continued: finished runs are kept, the interrupted one
     is set aside (run.json "interrupted") and redone from its erase. With
     ``report_progress`` the report gets events too (run and stage ``report``: kiosk mode
-    copies results to the stick on each event).
+    copies results to the stick on each event). ``svg``: the charts also as SVG.
     """
     check_consent(drive, plan, consent)
     cancel = cancel or threading.Event()
@@ -337,7 +339,7 @@ def run_plan(
         host.runner.remove_sink(log_sink)
     if report_progress:
         progress(Progress(drive.name, "report", "report", "running", message="started"))
-    problem = render_drive_report(drive_dir)
+    problem = render_drive_report(drive_dir, svg=svg)
     if problem:
         ctx.notes.append(problem)
     if report_progress:
@@ -476,6 +478,7 @@ def run_plans(
     journal: Journal | None = None,
     pin: bool = True,
     report_progress: bool = False,
+    svg: bool = True,
 ) -> list[DriveOutcome]:
     """One thread per drive; a drive that fails, is refused or disappears does not stop the
     others. Each drive gets its own Host (so its log.txt sees only its commands) and, with
@@ -490,7 +493,7 @@ def run_plans(
             outcomes[i] = run_plan(
                 host_factory(), job.drive, job.plan, results_root=results_root,
                 consent=job.consent, progress=progress, cancel=cancel, journal=journal,
-                resume=job.resume, cpu=cpu, report_progress=report_progress)
+                resume=job.resume, cpu=cpu, report_progress=report_progress, svg=svg)
         except Refused as exc:
             outcomes[i] = DriveOutcome(job.drive.name, job.drive.consent_id, None,
                                        (RunOutcome("-", "failed", str(exc), None),))
