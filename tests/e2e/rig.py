@@ -209,13 +209,15 @@ def boot(
     timeout_s: int = BOOT_TIMEOUT_S,
     qmp_at: tuple[QmpAt, ...] = (),
     nvme_hotplug: bool = False,
+    direct: bool = False,
 ) -> Boot:
     """Boot ``image`` as a USB stick with the given drives plus a patterned bystander SATA
     drive (not selected by anything), wait for power-off, and collect the evidence.
 
     ``qmp_at``: QMP commands sent when a serial line first matches (e.g. ``device_del`` of a
     drive mid-run); ``nvme_hotplug``: NVMe drives behind PCIe root ports, so they can be
-    unplugged."""
+    unplugged; ``direct``: the stick's kernel started by QEMU (run-qemu.sh --direct: no
+    firmware, no GRUB; for tests about what follows the boot)."""
     workdir.mkdir(parents=True, exist_ok=True)
     bystander = workdir / "bystander.img"
     bystander_sha = write_pattern(bystander, BYSTANDER_BYTES)
@@ -239,6 +241,8 @@ def boot(
     argv = [*base, "--keep-stick"]
     if nvme_hotplug:
         argv.append("--nvme-hotplug")
+    if direct:
+        argv.append("--direct")
     for spec in nvme:
         argv += ["--nvme", spec]
     for spec in sata:

@@ -33,6 +33,7 @@ plan = "quick"
 select = ["serial:{NVME_SERIAL}", "serial:{SATA_SERIAL}"]
 destroy = ["{NVME_SERIAL}", "{SATA_SERIAL}"]
 on_finish = "poweroff"
+svg = false  # PNG only: the report takes minutes under TCG
 
 [params]
 torture_seconds = {TORTURE_S}
