@@ -77,6 +77,7 @@ def test_pulled_drive_fails_with_a_reason(pulled: Boot) -> None:
     assert record["state"] == "failed", record
     error = record["error"] or ""
     assert error.startswith("stage torture:") or error.startswith("stage probe"), error
+    assert "the drive disappeared (/dev/nvme0n1" in error, error
     stages = {s["name"]: s["state"] for s in record["stages"]}
     assert stages["erase"] == "done" and stages["fill"] == "done", stages
     assert "failed" in stages.values(), stages

@@ -165,3 +165,45 @@ def test_nonzero_exit_is_a_failure_with_fios_message(fake_fio: Path, tmp_path: P
     assert outcome.state == "failed"
     assert outcome.reason is not None
     assert "exited with code 1" in outcome.reason and "failed to open" in outcome.reason
+
+
+class _SysfsSays:
+    """The live filesystem, except that /sys/class/block/<name> exists when ``present``."""
+
+    def __init__(self, present: bool) -> None:
+        from ssdbench.system import LiveFS
+
+        self.live, self.present = LiveFS(), present
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.live, name)
+
+    def exists(self, path: str) -> bool:
+        if path.startswith("/sys/class/block/"):
+            return self.present
+        return bool(self.live.exists(path))
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_a_drive_gone_from_sysfs_is_named_in_the_failure(tmp_path: Path, present: bool) -> None:
+    """fio on a device node that is gone: the failure says the drive disappeared, rather than
+    only fio's own words (for a pulled NVMe drive: "you need to specify size=")."""
+    from ssdbench.results.layout import RunRecord
+    from ssdbench.stages.base import RunContext, StageFailed, Target
+    from ssdbench.stages.measure import torture_stage
+    from ssdbench.stages.params import RunParams
+    from ssdbench.system import Host
+
+    params = RunParams(torture_seconds=2)
+    record = RunRecord.create(tmp_path, run="t", kind="consistency", drive={}, target={},
+                              params=params.as_record(), tools={})
+    ctx = RunContext(host=Host(SystemRunner(), _SysfsSays(present)), run_dir=tmp_path,
+                     drive_name="ssdbench-gone0", run_name="t",
+                     target=Target("/dev/ssdbench-gone0", "block", "ssdbench-gone0", 32 * MIB),
+                     params=params, record=record)
+    with pytest.raises(StageFailed) as info:
+        torture_stage().execute(ctx)
+    message = str(info.value)
+    assert message.startswith("the drive disappeared (/dev/ssdbench-gone0 is gone); fio: ") \
+        is (not present), message
+    assert "fio" in message

@@ -56,7 +56,7 @@ class FioStage:
         if outcome.state == "cancelled":
             raise StageCancelled(outcome.reason or "cancelled")
         if outcome.state != "done":
-            raise StageFailed(outcome.reason or "fio failed")
+            raise StageFailed(_with_drive_state(ctx, outcome.reason or "fio failed"))
         report = outcome.report
         if report is not None and report.runtime_ms > 0:
             seconds = report.runtime_ms / 1000
@@ -65,6 +65,15 @@ class FioStage:
             # the stage's mean over its whole runtime (front ends print it with "done")
             ctx.emit(self.name, "running", "result", fraction=1.0, elapsed_s=seconds,
                      bytes_done=nbytes, iops=ios / seconds, mib_s=nbytes / seconds / 2**20)
+
+
+def _with_drive_state(ctx: RunContext, reason: str) -> str:
+    """fio's reason, prefixed when the drive itself went away (pulled, dropped off the
+    bus): fio then says things like "you need to specify size=", which point elsewhere."""
+    name = ctx.target.kernel_name
+    if ctx.target.kind == "block" and name and not ctx.host.fs.exists(f"/sys/class/block/{name}"):
+        return f"the drive disappeared ({ctx.target.path} is gone); fio: {reason}"
+    return reason
 
 
 def fill_stage() -> FioStage:
