@@ -204,6 +204,6 @@ def test_a_drive_gone_from_sysfs_is_named_in_the_failure(tmp_path: Path, present
     with pytest.raises(StageFailed) as info:
         torture_stage().execute(ctx)
     message = str(info.value)
-    assert message.startswith("the drive disappeared (/dev/ssdbench-gone0 is gone); fio: ") \
+    assert message.startswith("the drive disappeared (/dev/ssdbench-gone0 is gone); fio ") \
         is (not present), message
     assert "fio" in message

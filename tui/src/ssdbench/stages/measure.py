@@ -72,7 +72,7 @@ def _with_drive_state(ctx: RunContext, reason: str) -> str:
     bus): fio then says things like "you need to specify size=", which point elsewhere."""
     name = ctx.target.kernel_name
     if ctx.target.kind == "block" and name and not ctx.host.fs.exists(f"/sys/class/block/{name}"):
-        return f"the drive disappeared ({ctx.target.path} is gone); fio: {reason}"
+        return f"the drive disappeared ({ctx.target.path} is gone); {reason}"
     return reason
 
 
