@@ -6,11 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ssdbench.fio.histlog import SparseLog
 from ssdbench.fio.logs import (
     LogError,
     StageFiles,
     bin_edges_ns,
-    hist_stats_us,
+    hist_percentiles,
     load_log,
     per_second,
     stage_series,
@@ -100,11 +101,13 @@ def test_histogram_bins_match_fio_latency_groups() -> None:
 
 
 def test_histogram_percentiles() -> None:
-    counts = np.zeros((2, 1856))
+    table = np.zeros((2, 3 + 1856))
+    table[:, 0], table[:, 1], table[:, 2] = (1000, 2000), 1, 4096  # time_ms, write, bs
+    counts = table[:, 3:]
     counts[0, 100] = 9900  # 100 ns
     counts[0, 1000] = 99  # bin 1000
     counts[0, 1500] = 1
-    pct, mx = hist_stats_us(counts, (50.0, 99.0, 99.99))
+    pct, mx = hist_percentiles(SparseLog.from_dense(table), 1, 2, (50.0, 99.0, 99.99))
     lower, upper = bin_edges_ns(1856)
     mid = (lower + upper) / 2000.0
     assert pct[0].tolist() == [mid[100], mid[100], mid[1000]]

@@ -158,32 +158,6 @@ def bin_edges_ns(nbins: int) -> tuple[F64, F64]:
     return lower, upper
 
 
-def hist_stats_us(counts: F64, percentiles: Sequence[float]) -> tuple[F64, F64]:
-    """Per-row latency percentiles and max (µs) from histogram counts (rows × bins).
-
-    A percentile is the midpoint of the first bin whose cumulative count reaches it (as
-    fio reports them); max is the midpoint of the highest non-empty bin. Rows without
-    samples give NaN. (The dense form; logs are read sparse, see hist_percentiles.)
-    """
-    rows, nbins = counts.shape
-    lower, upper = bin_edges_ns(nbins)
-    mid_us = (lower + upper) / 2.0 / 1000.0
-    pct = np.full((rows, len(percentiles)), np.nan)
-    mx = np.full(rows, np.nan)
-    if rows == 0:
-        return pct, mx
-    total = counts.sum(axis=1)
-    has = total > 0
-    cum = np.cumsum(counts, axis=1)
-    for j, p in enumerate(percentiles):
-        target = total * (p / 100.0)
-        idx = (cum < target[:, None] - EPSILON).sum(axis=1)  # first bin with cum >= target
-        pct[:, j] = np.where(has, mid_us[np.minimum(idx, nbins - 1)], np.nan)
-    top = nbins - 1 - np.argmax(counts[:, ::-1] > 0, axis=1)
-    mx[:] = np.where(has, mid_us[top], np.nan)
-    return pct, mx
-
-
 def load_hist_log(path: Path) -> SparseLog:
     """A latency histogram log's non-zero counts (fast path for fio's own layout)."""
     sparse = parse_sparse(path.read_bytes())
@@ -195,9 +169,10 @@ def hist_percentiles(log: SparseLog, ddir: int, n: int,
     """Per-second latency percentiles and max (µs) of one direction, n seconds long, from
     a histogram log's non-zero counts (NaN for a second without samples).
 
-    The same answers as :func:`hist_stats_us` on the dense rows, without building them:
-    a row's counts are consecutive entries in bin order, so a running sum over all entries
-    and one search per row find the first bin that reaches each percentile.
+    A percentile is the midpoint of the first bin whose cumulative count reaches it (as fio
+    reports them); max is the midpoint of the highest non-empty bin. The dense rows are never
+    built: a row's counts are consecutive entries in bin order, so a running sum over all
+    entries and one search per row find the first bin that reaches each percentile.
     """
     pct = np.full((n, len(percentiles)), np.nan)
     mx = np.full(n, np.nan)
@@ -233,8 +208,9 @@ def hist_percentiles(log: SparseLog, ddir: int, n: int,
     begin = end - per_row
     has = end > begin
     running = np.cumsum(values)
-    before = np.concatenate(([0.0], running))[begin]
-    total = np.concatenate(([0.0], running))[end] - before
+    running0 = np.concatenate(([0.0], running))  # running0[k]: the sum before entry k
+    before = running0[begin]
+    total = running0[end] - before
     out = np.full((m, len(percentiles)), np.nan)
     for j, p in enumerate(percentiles):
         idx = np.searchsorted(running, before + total * (p / 100.0) - EPSILON)
