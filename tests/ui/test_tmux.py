@@ -96,6 +96,17 @@ def field_shows(label: str, value: str) -> Callable[[str], bool]:
     return lambda screen: line.search(screen) is not None
 
 
+def shrink_quick_plan(screen: Screen, wait_s: float) -> str:
+    """From the plan form's erase-method field: 3 s tortures, OP 0, 4 MiB probes, each
+    value typed into its field and seen there; the screen once the run list shows it."""
+    for label, value in (("Torture (s)", "3"), ("TRIM torture (s)", "3"),
+                         ("OP levels (%)", "0"), ("Probe (GiB)", "0.004")):
+        screen.key("Tab")
+        screen.type(value)
+        screen.wait(field_shows(label, value), wait_s)
+    return screen.wait("Runs: consistency-default, trim", wait_s)
+
+
 @pytest.fixture
 def loop_device() -> Iterator[str]:
     with make_loop_device(64, prefix="ssdbench-tmux-") as (dev, _image):
@@ -148,12 +159,7 @@ def test_quick_plan_in_tmux_at_80x25(loop_device: str,
     screen.key("Enter")
     screen.key("Down")
     s = screen.key("Enter", until="secure erase, else discard")
-    for label, value in (("Torture (s)", "3"), ("TRIM torture (s)", "3"),
-                         ("OP levels (%)", "0"), ("Probe (GiB)", "0.004")):
-        screen.key("Tab")
-        screen.type(value)
-        screen.wait(field_shows(label, value), 10)
-    s = screen.wait("Runs: consistency-default, trim", 10)
+    s = shrink_quick_plan(screen, 10)
     assert "Torture (s)       3" in s and "TRIM torture (s)  3" in s
     assert "OP levels (%)     0" in s and "Probe (GiB)       0.004" in s
     assert "DESTROYS ALL DATA" in s
