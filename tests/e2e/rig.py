@@ -29,6 +29,8 @@ DEV_IMAGE = DEV_IMAGE_DIR / "ssdbench-dev.img"
 BYSTANDER_SERIAL = "SSDBBYSTANDER01"
 BYSTANDER_BYTES = 64 * 1024 * 1024
 BOOT_TIMEOUT_S = 420
+# the kiosk powers the guest off at the end and mirrors its lines on the serial console
+KIOSK_APPEND = "ssdbench.poweroff=1 ssdbench.mirror=ttyS0"
 CMD_BEGIN = "=== SSDBENCH-CMD-BEGIN ==="
 _CMD_END = re.compile(r"^=== SSDBENCH-CMD-END rc=(\d+) uptime=([\d.]+) ===$", re.M)
 _SECTION = re.compile(r"^--- ([\w.-]+) ---$", re.M)
@@ -182,6 +184,13 @@ class Boot:
                 return out[m.end() : end].strip("\n")
         raise AssertionError(f"no section {name!r} in the guest output:\n{out[-3000:]}")
 
+    def drive_dir(self, serial: str) -> Path:
+        """The one results folder of the drive with ``serial`` on the stick's copy."""
+        root = self.results / "ssdbench"
+        found = sorted(root.glob(f"*_{serial}"))
+        assert len(found) == 1, (serial, sorted(p.name for p in root.iterdir()), self.tail())
+        return found[0]
+
     def seconds_until(self, needle: str) -> float:
         """Seconds from QEMU start until the first serial line containing ``needle``."""
         for line in self.serial_times.splitlines():
@@ -271,6 +280,16 @@ def boot(
         qemu_argv=tuple(argv),
         qmp_fired=fired,
     )
+
+
+def boot_kiosk(workdir: Path, config: str, **kwargs: Any) -> Boot:
+    """``boot`` of the Kiosk entry with ``config`` as the stick's ssdbench.toml (kept as
+    workdir/ssdbench.toml; QEMU's files in workdir/qemu) and KIOSK_APPEND."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / "ssdbench.toml"
+    path.write_text(config)
+    return boot(workdir / "qemu", entry="kiosk", append=KIOSK_APPEND, kiosk_config=path,
+                **kwargs)
 
 
 def _run_with_triggers(argv: list[str], workdir: Path, triggers: tuple[QmpAt, ...],

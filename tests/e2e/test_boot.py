@@ -15,6 +15,7 @@ from tests.e2e.rig import (
     REPO,
     Boot,
     boot,
+    boot_kiosk,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow]
@@ -157,16 +158,10 @@ def test_kiosk_entry_runs_ssdbench_kiosk(dev_image: Path, tmp_path: Path) -> Non
     # A kiosk config that selects no existing drive and stays at the end: the boot flow is
     # under test (entry picked through grubenv, config found on the stick, power-off by
     # ssdbench.poweroff=1), not a plan.
-    config = tmp_path / "ssdbench.toml"
-    config.write_text(
+    b = boot_kiosk(
+        tmp_path,
         'plan = "quick"\nselect = ["serial:E2E-NO-SUCH-DRIVE"]\n'
-        'destroy = ["E2E-NO-SUCH-DRIVE"]\non_finish = "stay"\n'
-    )
-    b = boot(
-        tmp_path / "qemu",
-        entry="kiosk",
-        append="ssdbench.poweroff=1 ssdbench.mirror=ttyS0",
-        kiosk_config=config,
+        'destroy = ["E2E-NO-SUCH-DRIVE"]\non_finish = "stay"\n',
     )
     assert b.returncode == 0, b.tail()
     assert "ssdbench ready" in b.serial and "mode=kiosk" in b.serial, b.tail()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.rig import Boot, QmpAt, boot
+from tests.e2e.rig import Boot, QmpAt, boot_kiosk
 
 pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -37,14 +37,9 @@ PULL_AT = r"ssdbench: nvme0n1 trim torture started"
 
 @pytest.fixture(scope="module")
 def pulled(dev_image: Path, tmp_path_factory: pytest.TempPathFactory) -> Boot:
-    work = tmp_path_factory.mktemp("unplug")
-    config = work / "ssdbench.toml"
-    config.write_text(CONFIG)
-    return boot(
-        work / "qemu",
-        entry="kiosk",
-        append="ssdbench.poweroff=1 ssdbench.mirror=ttyS0",
-        kiosk_config=config,
+    return boot_kiosk(
+        tmp_path_factory.mktemp("unplug"),
+        CONFIG,
         nvme=(f"256M,serial={VICTIM_SERIAL}",),
         sata=(f"256M,serial={SURVIVOR_SERIAL},model=E2E survivor SATA",),
         nvme_hotplug=True,
@@ -54,14 +49,8 @@ def pulled(dev_image: Path, tmp_path_factory: pytest.TempPathFactory) -> Boot:
     )
 
 
-def _drive_dir(b: Boot, serial: str) -> Path:
-    found = sorted((b.results / "ssdbench").glob(f"*_{serial}"))
-    assert len(found) == 1, (serial, b.tail())
-    return found[0]
-
-
 def _run_json(b: Boot, serial: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((_drive_dir(b, serial) / "trim" / "run.json").read_text())
+    data: dict[str, Any] = json.loads((b.drive_dir(serial) / "trim" / "run.json").read_text())
     return data
 
 
@@ -90,7 +79,7 @@ def test_pulled_drive_fails_with_a_reason(pulled: Boot) -> None:
 def test_the_other_drive_completes(pulled: Boot) -> None:
     record = _run_json(pulled, SURVIVOR_SERIAL)
     assert record["state"] == "done" and record["error"] is None, record
-    iops = list(csv.DictReader((_drive_dir(pulled, SURVIVOR_SERIAL) / "trim" / "iops.csv").open()))
+    iops = list(csv.DictReader((pulled.drive_dir(SURVIVOR_SERIAL) / "trim" / "iops.csv").open()))
     assert len(iops) == TORTURE_S
     summary = {r["serial"]: r for r in
                csv.DictReader((pulled.results / "ssdbench" / "summary.csv").open())}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.rig import Boot, boot, sha256_file
+from tests.e2e.rig import Boot, boot_kiosk, sha256_file
 from tests.e2e.scenarios import make_drive
 
 pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow]
@@ -19,17 +19,11 @@ SERIAL = "E2EBADCONF01"
 def test_bad_kiosk_config_names_the_key_and_writes_nothing(dev_image: Path,
                                                           tmp_path: Path) -> None:
     drive, sha_before = make_drive(tmp_path / "nvme.img", SERIAL, pattern=True)
-    config = tmp_path / "ssdbench.toml"
     # Selected and consented: a valid config would erase this drive. One key is misspelt.
-    config.write_text(
+    b: Boot = boot_kiosk(
+        tmp_path,
         f'plan = "trim"\nselect = ["serial:{SERIAL}"]\ndestroy = ["{SERIAL}"]\n'
-        'on_finish = "poweroff"\n\n[params]\ntorture_secondz = 5\n'
-    )
-    b: Boot = boot(
-        tmp_path / "qemu",
-        entry="kiosk",
-        append="ssdbench.poweroff=1 ssdbench.mirror=ttyS0",
-        kiosk_config=config,
+        'on_finish = "poweroff"\n\n[params]\ntorture_secondz = 5\n',
         nvme=(f"file={drive.path},serial={SERIAL}",),
         timeout_s=300,
         direct=True,  # the stick's kernel without firmware and GRUB (test_boot.py has those)
@@ -51,4 +45,4 @@ def test_bad_kiosk_config_names_the_key_and_writes_nothing(dev_image: Path,
     assert b.boot_partition_sha_after == b.boot_partition_sha_before
     on_stick = sorted(p.name for p in b.results.iterdir())
     assert "ssdbench" not in on_stick and "state.json" not in on_stick, on_stick
-    assert (b.results / "ssdbench.toml").read_text() == config.read_text()
+    assert (b.results / "ssdbench.toml").read_text() == (tmp_path / "ssdbench.toml").read_text()

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.rig import Boot, boot
+from tests.e2e.rig import Boot, boot_kiosk
 
 pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -45,14 +45,9 @@ erase_fallback = "discard"
 
 @pytest.fixture(scope="module")
 def quick(dev_image: Path, tmp_path_factory: pytest.TempPathFactory) -> Boot:
-    work = tmp_path_factory.mktemp("kiosk-quick")
-    config = work / "ssdbench.toml"
-    config.write_text(CONFIG)
-    return boot(
-        work / "qemu",
-        entry="kiosk",
-        append="ssdbench.poweroff=1 ssdbench.mirror=ttyS0",
-        kiosk_config=config,
+    return boot_kiosk(
+        tmp_path_factory.mktemp("kiosk-quick"),
+        CONFIG,
         nvme=(f"512M,serial={NVME_SERIAL}",),
         sata=(f"512M,serial={SATA_SERIAL},model=E2E quick SATA",),
         timeout_s=1500,
@@ -63,14 +58,8 @@ def _root(b: Boot) -> Path:
     return b.results / "ssdbench"
 
 
-def _drive_dir(b: Boot, serial: str) -> Path:
-    found = sorted(_root(b).glob(f"*_{serial}"))
-    assert len(found) == 1, (serial, sorted(p.name for p in _root(b).iterdir()), b.tail())
-    return found[0]
-
-
 def _run_json(b: Boot, serial: str, run: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((_drive_dir(b, serial) / run / "run.json").read_text())
+    data: dict[str, Any] = json.loads((b.drive_dir(serial) / run / "run.json").read_text())
     return data
 
 
@@ -111,7 +100,7 @@ def test_bystander_and_boot_partition_left_alone(quick: Boot) -> None:
 
 def test_every_run_folder_with_its_series_and_charts(quick: Boot) -> None:
     for serial in (NVME_SERIAL, SATA_SERIAL):
-        drive = _drive_dir(quick, serial)
+        drive = quick.drive_dir(serial)
         assert (drive / "drive.json").is_file() and (drive / "report.html").is_file()
         for run in RUNS:
             run_dir = drive / run
@@ -144,7 +133,7 @@ def test_summary_has_one_done_row_per_run(quick: Boot) -> None:
 
 def test_trim_run_has_three_probes_and_the_nvme_reads_back_zeros(quick: Boot) -> None:
     for serial in (NVME_SERIAL, SATA_SERIAL):
-        trim_dir = _drive_dir(quick, serial) / "trim"
+        trim_dir = quick.drive_dir(serial) / "trim"
         phases = [r["phase"] for r in _csv(trim_dir / "probes.csv")]
         assert phases == ["clean", "after_torture", "after_trim"]
         for phase in phases:
@@ -176,7 +165,7 @@ def test_op25_runs_on_a_partition_of_three_quarters(quick: Boot) -> None:
         assert target["op_percent"] == 25
         assert record["drive"]["size_bytes"] == DRIVE_BYTES
         assert target["span_bytes"] == DRIVE_BYTES * 75 // 100 // MIB * MIB, target
-        jobs = sorted((_drive_dir(quick, serial) / "consistency-op25" / "jobs").glob("*.fio"))
+        jobs = sorted((quick.drive_dir(serial) / "consistency-op25" / "jobs").glob("*.fio"))
         assert {j.stem for j in jobs} >= {"fill", "torture"}, jobs
         for job in jobs:
             names = [ln for ln in job.read_text().splitlines() if ln.startswith("filename=")]

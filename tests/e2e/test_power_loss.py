@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.rig import KIOSK_APPEND
 from tests.e2e.scenarios import (
     BOOT_S,
     Guest,
@@ -32,7 +33,6 @@ from tests.e2e.scenarios import (
 pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 SERIAL = "E2EPOWERLOSS1"
-APPEND = "ssdbench.poweroff=1 ssdbench.mirror=ttyS0"
 KILL_AT = ("erase", "fill", "torture", "report")
 # the stages an interrupted attempt may name (killed just after the stage's start reached the
 # stick: a NVMe format can be over by then)
@@ -48,13 +48,13 @@ def _temp_files(root: Path) -> list[str]:
 def test_power_loss_at_each_stage_then_resume(dev_image: Path, tmp_path: Path) -> None:
     drive, _ = make_drive(tmp_path / "nvme.img", SERIAL, size=1 << 30)
     config = kiosk_config(tmp_path / "ssdbench.toml", SERIAL)
-    stick = prepare_stick(tmp_path, entry="kiosk", append=APPEND, kiosk_config=config)
+    stick = prepare_stick(tmp_path, entry="kiosk", append=KIOSK_APPEND, kiosk_config=config)
     boot_sha = boot_partition_sha(stick)
     timings: list[str] = []
 
     for i, stage in enumerate(KILL_AT):
         t0 = time.monotonic()
-        with Guest(tmp_path / f"boot{i}", stick, (drive,), direct="kiosk", append=APPEND) as g:
+        with Guest(tmp_path / f"boot{i}", stick, (drive,), direct="kiosk", append=KIOSK_APPEND) as g:
             g.wait_for("ssdbench ready", BOOT_S)
             if i > 0 and KILL_AT[i - 1] != "report":
                 g.wait_for(rf"^ssdbench: nvme\d+n1 \({SERIAL}\): resuming the unfinished plan "
@@ -78,7 +78,7 @@ def test_power_loss_at_each_stage_then_resume(dev_image: Path, tmp_path: Path) -
 
     # the last boot: the plan was done before the report; the report is written now
     t0 = time.monotonic()
-    with Guest(tmp_path / "final", stick, (drive,), direct="kiosk", append=APPEND) as g:
+    with Guest(tmp_path / "final", stick, (drive,), direct="kiosk", append=KIOSK_APPEND) as g:
         g.wait_for("ssdbench ready", BOOT_S)
         g.wait_for(r"^ssdbench: all results copied: results on stick", STAGE_S)
         rc = g.wait_exit(120)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.rig import KIOSK_APPEND
 from tests.e2e.scenarios import (
     BOOT_S,
     Guest,
@@ -24,17 +25,16 @@ from tests.e2e.scenarios import (
 pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow]
 
 SERIAL = "E2ESTICKPULL1"
-APPEND = "ssdbench.poweroff=1 ssdbench.mirror=ttyS0"
 STAGE_S = 300.0
 
 
 def test_stick_pulled_mid_run_and_plugged_back(dev_image: Path, tmp_path: Path) -> None:
     drive, _ = make_drive(tmp_path / "nvme.img", SERIAL)
     config = kiosk_config(tmp_path / "ssdbench.toml", SERIAL, torture_s=10, extra="svg = false")
-    stick = prepare_stick(tmp_path, entry="kiosk", append=APPEND, kiosk_config=config)
+    stick = prepare_stick(tmp_path, entry="kiosk", append=KIOSK_APPEND, kiosk_config=config)
     t0 = time.monotonic()
     # the kernel started directly (firmware and GRUB: test_boot.py)
-    with Guest(tmp_path / "qemu", stick, (drive,), direct="kiosk", append=APPEND) as g:
+    with Guest(tmp_path / "qemu", stick, (drive,), direct="kiosk", append=KIOSK_APPEND) as g:
         g.wait_for("ssdbench ready", BOOT_S)
         m = g.wait_for(r"^ssdbench: (nvme\d+n1) trim torture started", STAGE_S)
         name = m.group(1)
