@@ -30,7 +30,8 @@
 #     --direct             start the stick's own kernel and initramfs with QEMU's -kernel and
 #                          -initrd and the command line GRUB would give the stick's entry
 #                          (grubenv: --entry, --append); no firmware, no GRUB: about 20 s
-#                          less under TCG (tests; the default boots like a PC does)
+#                          less under TCG (tests; the default boots like a PC does). Leaves
+#                          WORKDIR/direct-{vmlinuz,initrd.img,cmdline}, --prepare-only too
 # QMP: WORKDIR/qmp.sock (e.g. device_del for hot-unplug tests; drives have ids nvme0, sata0).
 # Exit code: QEMU's (0 after a guest power-off), 124 on timeout.
 set -euo pipefail
@@ -125,6 +126,35 @@ for f in "${puts[@]}"; do
     [[ -f $f ]] || die "--put: no file $f"
     mcopy -o -i "$stick@@$res_off" "$f" "::/$(basename "$f")"
 done
+# --direct: the kernel, initramfs and command line of the entry the stick's GRUB would boot
+# (its grub.cfg with the grubenv that --entry/--append wrote, read back from the stick), as
+# WORKDIR/direct-vmlinuz, direct-initrd.img and direct-cmdline (also with --prepare-only:
+# tests that run QEMU themselves boot from those).
+kernel_boot=() stick_boot=,bootindex=0
+if [[ $direct -eq 1 ]]; then
+    stick_boot=  # -kernel takes boot index 0 itself
+    for f in boot/vmlinuz boot/initrd.img boot/grub/grub.cfg boot/grub/grubenv; do
+        mcopy -o -n -i "$stick@@$boot_off" "::/$f" "$work/direct-$(basename "$f")" 2>/dev/null ||
+            [[ $f == boot/grub/grubenv ]] || die "--direct: no /$f on the stick"
+    done
+    env_file=$work/direct-grubenv
+    [[ -f $env_file ]] || : >"$env_file"
+    id=$(sed -n 's/^ssdbench_default=//p' "$env_file")
+    extra=$(sed -n 's/^ssdbench_append=//p' "$env_file")
+    cmdline=$(awk -v id="${id:-interactive}" -v extra="$extra" '
+        /^set ssdbench_base="/ { base = $0; sub(/^set ssdbench_base="/, "", base); sub(/"$/, "", base) }
+        $0 ~ "--id " id " [{]" { inside = 1 }
+        inside && /eval linux \/boot\/vmlinuz / {
+            line = $0; sub(/.*eval linux \/boot\/vmlinuz /, "", line)
+            gsub(/[$]ssdbench_base/, base, line); gsub(/[$]ssdbench_append/, extra, line)
+            print line; exit
+        }' "$work/direct-grub.cfg")
+    [[ -n $cmdline ]] || die "--direct: no menu entry ${id:-interactive} in the stick's grub.cfg"
+    printf '%s\n' "$cmdline" >"$work/direct-cmdline"
+    kernel_boot=(-kernel "$work/direct-vmlinuz" -initrd "$work/direct-initrd.img" -append "$cmdline")
+    say "direct kernel boot: $cmdline"
+fi
+
 if [[ $prepare_only -eq 1 ]]; then
     say "prepared $stick"
     exit 0
@@ -212,32 +242,6 @@ if [[ $uefi -eq 1 ]]; then
     cp "$vars" "$work/OVMF_VARS.fd"
     firmware=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$code"
         -drive "if=pflash,format=raw,unit=1,file=$work/OVMF_VARS.fd")
-fi
-
-# --direct: the kernel, initramfs and command line of the entry the stick's GRUB would boot
-# (its grub.cfg with the grubenv that --entry/--append wrote, read back from the stick).
-kernel_boot=() stick_boot=,bootindex=0
-if [[ $direct -eq 1 ]]; then
-    stick_boot=  # -kernel takes boot index 0 itself
-    for f in boot/vmlinuz boot/initrd.img boot/grub/grub.cfg boot/grub/grubenv; do
-        mcopy -o -n -i "$stick@@$boot_off" "::/$f" "$work/direct-$(basename "$f")" 2>/dev/null ||
-            [[ $f == boot/grub/grubenv ]] || die "--direct: no /$f on the stick"
-    done
-    env_file=$work/direct-grubenv
-    [[ -f $env_file ]] || : >"$env_file"
-    id=$(sed -n 's/^ssdbench_default=//p' "$env_file")
-    extra=$(sed -n 's/^ssdbench_append=//p' "$env_file")
-    cmdline=$(awk -v id="${id:-interactive}" -v extra="$extra" '
-        /^set ssdbench_base="/ { base = $0; sub(/^set ssdbench_base="/, "", base); sub(/"$/, "", base) }
-        $0 ~ "--id " id " [{]" { inside = 1 }
-        inside && /eval linux \/boot\/vmlinuz / {
-            line = $0; sub(/.*eval linux \/boot\/vmlinuz /, "", line)
-            gsub(/[$]ssdbench_base/, base, line); gsub(/[$]ssdbench_append/, extra, line)
-            print line; exit
-        }' "$work/direct-grub.cfg")
-    [[ -n $cmdline ]] || die "--direct: no menu entry ${id:-interactive} in the stick's grub.cfg"
-    kernel_boot=(-kernel "$work/direct-vmlinuz" -initrd "$work/direct-initrd.img" -append "$cmdline")
-    say "direct kernel boot: $cmdline"
 fi
 
 rm -f "$work/qmp.sock" "$work/serial.log" "$work/serial-times.log"

@@ -28,8 +28,6 @@ from typing import Any
 
 from tests.e2e.rig import (
     DEV_IMAGE,
-    DEV_IMAGE_DIR,
-    REPO,
     RUN_QEMU,
     partitions,
     qmp,
@@ -59,10 +57,15 @@ def make_drive(path: Path, serial: str, size: int = 256 << 20, *, pattern: bool 
 
 
 def prepare_stick(workdir: Path, *, entry: str, append: str = "",
-                  kiosk_config: Path | None = None, image: Path = DEV_IMAGE) -> Path:
-    """A fresh copy of the image as workdir/stick.img with the boot entry and config."""
+                  kiosk_config: Path | None = None, image: Path = DEV_IMAGE,
+                  direct: bool = False) -> Path:
+    """A fresh copy of the image as workdir/stick.img with the boot entry and config; with
+    ``direct``, the stick's kernel, initramfs and the entry's command line beside it (for
+    ``Guest(direct=True)``)."""
     argv = [str(RUN_QEMU), "--prepare-only", "--image", str(image), "--workdir", str(workdir),
             "--entry", entry]
+    if direct:
+        argv.append("--direct")
     if append:
         argv += ["--append", append]
     if kiosk_config is not None:
@@ -115,36 +118,21 @@ def unparsable(root: Path) -> list[str]:
     return bad
 
 
-GRUB_CFG = REPO / "board" / "ssdbench" / "grub.cfg"
-
-
-def kernel_cmdline(entry: str, append: str = "") -> str:
-    """The kernel command line GRUB gives menu entry ``entry`` (from the stick's grub.cfg)."""
-    text = GRUB_CFG.read_text()
-    base = re.search(r'^set ssdbench_base="([^"]*)"', text, re.M)
-    block = re.search(r'--id ' + re.escape(entry) + r' \{(.*?)^\}', text, re.M | re.S)
-    assert base is not None and block is not None, f"no grub.cfg entry {entry!r}"
-    line = re.search(r"eval linux /boot/vmlinuz (.*)$", block.group(1), re.M)
-    assert line is not None, block.group(1)
-    words = line.group(1).replace("$ssdbench_base", base.group(1))
-    return " ".join(words.replace("$ssdbench_append", append).split())
-
-
 @dataclass
 class Guest:
     """A running QEMU: serial console as text (``\\r`` dropped), keystrokes, QMP, kill.
 
     ``direct``: start the stick's kernel and initramfs with QEMU's ``-kernel``/``-initrd``
-    and the command line of menu entry ``direct`` (firmware and GRUB skipped: about 20 s
-    less per boot under TCG). For tests about what happens after boot; tests/e2e/test_boot.py
-    boots through the firmware and GRUB."""
+    and the command line of its boot entry, as ``prepare_stick(direct=True)`` left them
+    beside the stick (firmware and GRUB skipped: about 20 s less per boot under TCG). For
+    tests about what happens after boot; tests/e2e/test_boot.py boots through the firmware
+    and GRUB."""
 
     workdir: Path
     stick: Path
     nvme: Sequence[Nvme] = ()
     memory_mib: int = 2048
-    direct: str | None = None
-    append: str = ""
+    direct: bool = False
     text: str = ""
     _raw: bytearray = field(default_factory=bytearray)
     _proc: subprocess.Popen[bytes] | None = None
@@ -169,12 +157,13 @@ class Guest:
             "-drive", f"if=none,id=stick-blk,file={self.stick},format=raw,cache=unsafe",
             # (-kernel takes boot index 0 itself)
             "-device", "usb-storage,id=stick,bus=xhci.0,drive=stick-blk,removable=on"
-                       + (",bootindex=0" if self.direct is None else ""),
+                       + ("" if self.direct else ",bootindex=0"),
         ]
-        if self.direct is not None:
-            argv += ["-kernel", str(DEV_IMAGE_DIR / "vmlinuz"),
-                     "-initrd", str(DEV_IMAGE_DIR / "initrd.img"),
-                     "-append", kernel_cmdline(self.direct, self.append)]
+        if self.direct:
+            prepared = self.stick.parent  # run-qemu.sh --prepare-only --direct left them there
+            argv += ["-kernel", str(prepared / "direct-vmlinuz"),
+                     "-initrd", str(prepared / "direct-initrd.img"),
+                     "-append", (prepared / "direct-cmdline").read_text().strip()]
         for i, d in enumerate(self.nvme):
             argv += ["-drive", f"if=none,id=nvme{i}-blk,file={d.path},format=raw,"
                                "discard=unmap,cache=unsafe",

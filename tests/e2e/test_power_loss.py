@@ -5,8 +5,9 @@ torn JSON, CSV, PNG or HTML); the next boot resumes from the journal (state.json
 stick); the last boot finishes the plan, with the interrupted attempts set aside and marked
 "interrupted".
 
-The boots start the stick's kernel directly (``Guest(direct="kiosk")``: the Kiosk entry's
-command line without firmware and GRUB; test_boot.py covers those) to keep five boots short.
+The boots start the stick's kernel directly (``prepare_stick(direct=True)`` and
+``Guest(direct=True)``: the Kiosk entry's command line without firmware and GRUB;
+test_boot.py covers those) to keep five boots short.
 The drive is 1 GiB so that its fill (~250 MiB/s under TCG) outlasts the moment the stick
 has the news that it started."""
 
@@ -48,13 +49,14 @@ def _temp_files(root: Path) -> list[str]:
 def test_power_loss_at_each_stage_then_resume(dev_image: Path, tmp_path: Path) -> None:
     drive, _ = make_drive(tmp_path / "nvme.img", SERIAL, size=1 << 30)
     config = kiosk_config(tmp_path / "ssdbench.toml", SERIAL)
-    stick = prepare_stick(tmp_path, entry="kiosk", append=KIOSK_APPEND, kiosk_config=config)
+    stick = prepare_stick(tmp_path, entry="kiosk", append=KIOSK_APPEND, kiosk_config=config,
+                          direct=True)
     boot_sha = boot_partition_sha(stick)
     timings: list[str] = []
 
     for i, stage in enumerate(KILL_AT):
         t0 = time.monotonic()
-        with Guest(tmp_path / f"boot{i}", stick, (drive,), direct="kiosk", append=KIOSK_APPEND) as g:
+        with Guest(tmp_path / f"boot{i}", stick, (drive,), direct=True) as g:
             g.wait_for("ssdbench ready", BOOT_S)
             if i > 0 and KILL_AT[i - 1] != "report":
                 g.wait_for(rf"^ssdbench: nvme\d+n1 \({SERIAL}\): resuming the unfinished plan "
@@ -78,7 +80,7 @@ def test_power_loss_at_each_stage_then_resume(dev_image: Path, tmp_path: Path) -
 
     # the last boot: the plan was done before the report; the report is written now
     t0 = time.monotonic()
-    with Guest(tmp_path / "final", stick, (drive,), direct="kiosk", append=KIOSK_APPEND) as g:
+    with Guest(tmp_path / "final", stick, (drive,), direct=True) as g:
         g.wait_for("ssdbench ready", BOOT_S)
         g.wait_for(r"^ssdbench: all results copied: results on stick", STAGE_S)
         rc = g.wait_exit(120)

@@ -31,10 +31,11 @@ STAGE_S = 300.0
 def test_stick_pulled_mid_run_and_plugged_back(dev_image: Path, tmp_path: Path) -> None:
     drive, _ = make_drive(tmp_path / "nvme.img", SERIAL)
     config = kiosk_config(tmp_path / "ssdbench.toml", SERIAL, torture_s=10, extra="svg = false")
-    stick = prepare_stick(tmp_path, entry="kiosk", append=KIOSK_APPEND, kiosk_config=config)
+    stick = prepare_stick(tmp_path, entry="kiosk", append=KIOSK_APPEND, kiosk_config=config,
+                          direct=True)
     t0 = time.monotonic()
     # the kernel started directly (firmware and GRUB: test_boot.py)
-    with Guest(tmp_path / "qemu", stick, (drive,), direct="kiosk", append=KIOSK_APPEND) as g:
+    with Guest(tmp_path / "qemu", stick, (drive,), direct=True) as g:
         g.wait_for("ssdbench ready", BOOT_S)
         m = g.wait_for(r"^ssdbench: (nvme\d+n1) trim torture started", STAGE_S)
         name = m.group(1)
