@@ -51,6 +51,8 @@ class RunParams:
     """fio log_hist_coarseness: 2**k of fio's 1856 latency bins per column (0..6)."""
     random_read_seconds: int = 60
     """Diagnose: duration of the 4 KiB random read."""
+    chart_iops_top: int = 40000
+    """Top of the steady linear IOPS chart (seconds above it are drawn at the edge)."""
 
     @property
     def effective_steady_start_s(self) -> int:
@@ -81,7 +83,7 @@ class RunParams:
 
 _FIELDS = {f.name: f for f in fields(RunParams)}
 _POSITIVE_INT = {"torture_seconds", "trim_torture_seconds", "fill_passes", "iodepth",
-                 "status_timeout_s", "random_read_seconds"}
+                 "status_timeout_s", "random_read_seconds", "chart_iops_top"}
 
 
 def _convert(key: str, value: object, source: str) -> object:
