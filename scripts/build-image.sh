@@ -5,6 +5,12 @@
 #                                          .img.xz, .img.xz.sha256)
 #   scripts/build-image.sh TARGET...       forward Buildroot targets (menuconfig, savedefconfig,
 #                                          linux-menuconfig, show-info, legal-info, clean, ...)
+#   scripts/build-image.sh --tree          only get the pinned Buildroot tree (download and
+#                                          verify the release tarball if needed), print its path
+#
+# A full build always rebuilds python-ssdbench from tui/ (python-ssdbench-dirclean first):
+# Buildroot copies a local source (rsync) only once, so a change in tui/ would otherwise
+# not reach the image.
 #
 # Environment:
 #   BUILDROOT_DIR=DIR   use this Buildroot tree instead of downloading the pinned release
@@ -75,6 +81,11 @@ fetch_buildroot() {
 tree_version() { sed -n 's/^export BR2_VERSION := //p' "$1/Makefile"; }
 
 mkdir -p "$build"
+if [[ ${1:-} == --tree ]]; then
+    (($# == 1)) || die "--tree takes no other argument"
+    if [[ -n ${BUILDROOT_DIR:-} ]]; then (cd "$BUILDROOT_DIR" && pwd); else fetch_buildroot; fi
+    exit 0
+fi
 if [[ -n ${BUILDROOT_DIR:-} ]]; then
     br=$(cd "$BUILDROOT_DIR" && pwd) || die "BUILDROOT_DIR=$BUILDROOT_DIR does not exist"
     [[ -f $br/Makefile && -d $br/package ]] || die "BUILDROOT_DIR=$br is not a Buildroot tree"
@@ -100,6 +111,9 @@ if (($#)); then
     exec make -C "$br" --no-print-directory BR2_EXTERNAL="$external" O="$output" "$@"
 fi
 
+# The package's copy of tui/ is taken once; drop it so this build ships the current tui/.
+say "python-ssdbench: dirclean (rebuilt from tui/ every time)"
+brmake python-ssdbench-dirclean >&2
 say "building (Buildroot $(tree_version "$br"), output in $output)"
 brmake
 

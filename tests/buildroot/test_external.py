@@ -51,9 +51,7 @@ def configured(tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 @pytest.fixture(scope="module")
 def show_info_raw(configured: Configured) -> str:
-    result = brtree.brmake(configured.tree, configured.out, "show-info")
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
+    return brtree.show_info_of_configured(configured.tree, configured.out)
 
 
 @pytest.fixture(scope="module")
@@ -271,3 +269,58 @@ def test_docs_list_the_packages(show_info_raw: str, tree: Path) -> None:
     assert actual == expected, (
         "docs/buildroot.md package list is stale; run `python tests/buildroot/brtree.py docs`"
     )
+
+
+def test_package_list_does_not_depend_on_host_tools(
+    tree: Path, show_info: dict[str, brtree.Package]
+) -> None:
+    """Buildroot adds host-lzip, host-tar, ... only on hosts whose own tool is missing or too
+    old; the list (and docs/buildroot.md) must be the same on every host."""
+    overrides = brtree.host_tool_overrides(tree)
+    assert "BR2_LZIP_HOST_DEPENDENCY=" in overrides, overrides
+    assert "BR2_TAR_HOST_DEPENDENCY=" in overrides, overrides
+    assert "host-lzip" not in show_info and "host-tar" not in show_info, sorted(show_info)
+
+
+def test_wheel_is_built_from_tracked_sources_only(
+    configured: Configured, tmp_path: Path
+) -> None:
+    """Buildroot's own rsync of the local python-ssdbench source (the command `make -n`
+    prints for the package's rsync step, its source swapped for a copy of tui/), run on a
+    copy holding a stale build/ tree
+    and egg-info as a developer's `pip install tui/` leaves them: neither reaches the copy
+    the wheel is built from, the package sources do."""
+    src = tmp_path / "tui"
+    shutil.copytree(
+        brtree.REPO / "tui", src, ignore=shutil.ignore_patterns("build", "*.egg-info")
+    )
+    stale = src / "build" / "lib" / "ssdbench" / "stale_module.py"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("raise SystemExit('stale build/ tree shipped')\n")
+    (src / "src" / "ssdbench.egg-info").mkdir()
+    (src / "src" / "ssdbench.egg-info" / "SOURCES.txt").write_text("stale\n")
+    version = tomllib.loads((src / "pyproject.toml").read_text())["project"]["version"]
+    stamp = configured.out / "build" / f"python-ssdbench-{version}" / ".stamp_rsynced"
+    dry = brtree.brmake(configured.tree, configured.out, "-n", str(stamp))
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    (rsync,) = [line for line in dry.stdout.splitlines() if line.startswith("rsync ")]
+    site = f"{brtree.EXTERNAL}/../tui/ "
+    assert site in rsync, rsync
+    done = brtree.run(["sh", "-c", rsync.replace(site, f"{src}/ ")], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    copy = stamp.parent
+    assert (copy / "src" / "ssdbench" / "__init__.py").is_file()
+    assert (copy / "pyproject.toml").is_file()
+    assert not (copy / "build").exists(), "tui/build/ would go into the wheel"
+    assert not list(copy.rglob("*.egg-info")), "stale egg-info would go into the wheel"
+
+
+def test_full_build_rebuilds_python_ssdbench() -> None:
+    """Buildroot rsyncs a local source once; scripts/build-image.sh must drop that copy
+    (python-ssdbench-dirclean) before every full build, or a change in tui/ never reaches
+    the image."""
+    script = brtree.BUILD_SCRIPT.read_text()
+    full_build = script[script.index('exec make -C "$br"') :]
+    dirclean = full_build.find("brmake python-ssdbench-dirclean")
+    build = full_build.find("\nbrmake\n")
+    assert 0 <= dirclean < build, "build-image.sh does not dirclean python-ssdbench before brmake"
