@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,10 @@ from ssdbench.report.load import (
     load_run,
     run_dirs,
 )
-from ssdbench.report.model import DriveReport, RunAnalysis, analyse
+from ssdbench.report.model import DriveReport, RunAnalysis, analyse, run_warnings
 from ssdbench.report.summary import SUMMARY_COLUMNS, summary_csv, summary_row
 from ssdbench.results import atomic
+from ssdbench.stages.params import RunParams
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -58,10 +60,51 @@ def _label(identity: dict[str, Any], fallback: str) -> str:
     return text or fallback
 
 
-def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool) -> list[Any]:
+@dataclass(frozen=True)
+class DriveScales:
+    """What the runs of one drive share on their charts (Default and 25% OP side by side):
+    the IOPS log decades, the linear top, the latency decades and the fill MiB/s top."""
+
+    iops: Any  # charts.LogScale
+    iops_top: float
+    latency: Any  # charts.LogScale
+    fill_top: float
+
+
+def _has_iops(data: RunData) -> bool:
+    return data.iops is not None and bool(data.iops["iops"].size)
+
+
+def _workload(data: RunData) -> Any:
     from ssdbench.report import charts as ch
 
+    return ch.Workload.from_meta(data.meta)
+
+
+def iops_top(datas: Sequence[RunData]) -> float:
+    """The plans' ``chart_iops_top`` of these runs (the largest when they differ)."""
+    return max((_workload(d).iops_top for d in datas if _has_iops(d)),
+               default=RunParams().chart_iops_top)
+
+
+def drive_scales(datas: Sequence[RunData]) -> DriveScales:
+    from ssdbench.report import charts as ch
+
+    with_iops = [d.iops for d in datas if d.iops is not None and _has_iops(d)]
+    return DriveScales(
+        iops=ch.log_scale(*(s["iops"] for s in with_iops)),
+        iops_top=iops_top(datas),
+        latency=ch.latency_scale(*with_iops),
+        fill_top=ch.fill_top(*(d.fill["mib_s"] for d in datas if d.fill is not None)))
+
+
+def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
+                scales: DriveScales | None = None) -> list[Any]:
+    from ssdbench.report import charts as ch
+
+    scales = scales or drive_scales([data])
     title = ch.title_for(model, run.run, run.op_percent)
+    workload = _workload(data)
     out: list[ch.Chart] = []
     if data.iops is not None and run.iops is not None and data.iops["iops"].size:
         s = data.iops
@@ -69,20 +112,23 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool) -> list[
         out += ch.iops_charts(
             s["time_s"], s["iops"], title=title, steady_start_s=it.steady_start_s,
             cliff_s=it.cliff.at_s, steady_state_s=it.steady_state.at_s,
-            steady_mean=it.steady.mean, svg=svg)
+            steady_mean=it.steady.mean, scale=scales.iops, linear_top=scales.iops_top,
+            workload=workload, svg=svg)
         if np.isfinite(s["lat_mean_us"]).any():
-            out.append(ch.latency_chart(s["time_s"], s, s["iops"], title=title, svg=svg))
+            out.append(ch.latency_chart(s["time_s"], s, s["iops"], title=title,
+                                        scale=scales.latency, workload=workload, svg=svg))
     if data.fill is not None and run.fill is not None and run.fill.mean_mib_s is not None:
         f = data.fill
         out.append(ch.fill_chart(
             f["time_s"], f["mib_s"], f["gib_written"], title=title,
             cliff_s=run.fill.cliff_at_s, cliff_gib=run.fill.cliff_gib,
-            mean_mib_s=run.fill.mean_mib_s, svg=svg))
+            mean_mib_s=run.fill.mean_mib_s, top=scales.fill_top, workload=workload, svg=svg))
     if data.probes and run.trim is not None:
         out.append(ch.trim_chart(
             {p: v.mib_s for p, v in data.probes.items()},
             {p: (v["time_s"], v["mib_s"]) for p, v in data.probe_series.items()},
-            title=title, verdict=run.trim.verdict, recovery=run.trim.recovery, svg=svg))
+            title=title, verdict=run.trim.verdict, recovery=run.trim.recovery,
+            workload=workload, svg=svg))
     return out
 
 
@@ -112,10 +158,11 @@ def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
     model = html.drive_label(identity, drive_dir.name)
     sections: list[str] = []
     written: list[Path] = []
+    scales = drive_scales([d for d, _ in loaded])
     for data, run in loaded:
         charts = []
         try:
-            charts = _run_charts(data, run, model, svg)
+            charts = _run_charts(data, run, model, svg, scales)
             for c in charts:
                 atomic.write_bytes(data.run_dir / f"{c.name}.png", c.png)
                 written.append(data.run_dir / f"{c.name}.png")
@@ -133,7 +180,8 @@ def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
                                          html.relative_files(data.run_dir)))
     runs = tuple(r for _, r in loaded)
     page = html.drive_page(identity, document, drive_dir.name, sections=sections,
-                           runs=runs, problems=problems)
+                           runs=runs, problems=problems,
+                           warnings={d.name: run_warnings(d.meta) for d, _ in loaded})
     out = drive_dir / "report.html"
     atomic.write_text(out, page)
     return DriveReport(drive_dir, identity, runs, out, tuple(written), tuple(problems))
@@ -197,8 +245,12 @@ def render_index(root: Path, *, svg: bool = True) -> None:
 
     charts: list[ch.Chart] = []
     try:
-        names = sorted({d.name for _, _, datas, _ in drives for d in datas
-                        if d.iops is not None and d.iops["iops"].size})
+        every = [d for _, _, datas, _ in drives for d in datas if _has_iops(d)]
+        # one log scale and one linear top for every drive and run of the stick
+        scale = ch.log_scale(*(d.iops["iops"] for d in every if d.iops is not None))
+        top = iops_top(every)
+        names = sorted({d.name for d in every})
+        charted = {dd for dd, _, datas, _ in drives if any(_has_iops(d) for d in datas)}
         order = {n: i for i, n in enumerate(("consistency-default", "consistency-op25"))}
         for name in sorted(names, key=lambda n: (order.get(n, 99), n)):
             having = [
@@ -207,18 +259,20 @@ def render_index(root: Path, *, svg: bool = True) -> None:
                 for d, r in zip(datas, runs, strict=True)
                 if d.name == name and d.iops is not None and d.iops["iops"].size
             ]
+            # a lone drive's own charts already use the stick's scales (its runs are all)
             reused = _single_drive_charts(name, having[0][2].run_dir, svg) \
-                if len(having) == 1 else None
+                if len(having) == 1 and len(charted) == 1 else None
             if reused is not None:
                 charts += reused
                 continue
             series = [
                 ch.DriveSeries(_label(identity, dd.name), d.iops["time_s"], d.iops["iops"],
-                               r.steady_start_s or 0.0)
+                               r.steady_start_s or 0.0, _workload(d))
                 for dd, identity, d, r in having
                 if d.iops is not None
             ]
-            charts += ch.compare_iops_charts(name, series, svg=svg)
+            charts += ch.compare_iops_charts(name, series, scale=scale, linear_top=top,
+                                             svg=svg)
         trim_rows = [
             (_label(identity, dd.name), {p: v.mib_s for p, v in d.probes.items()},
              r.trim.verdict)
@@ -237,7 +291,10 @@ def render_index(root: Path, *, svg: bool = True) -> None:
         _warn(f"{root}: comparison charts failed: {exc!r}")
     links = [(dd.name, f"{_label(identity, dd.name)} — {dd.name}")
              for dd, identity, _, _ in drives]
-    atomic.write_text(root / "index.html", html.index_page(rows, links, charts, problems))
+    warnings = [f"{dd.name}/{d.name}: {w}" for dd, _, datas, _ in drives for d in datas
+                for w in run_warnings(d.meta)]
+    atomic.write_text(root / "index.html",
+                      html.index_page(rows, links, charts, problems, warnings))
 
 
 def render_all(root: Path, *, svg: bool = True) -> Sequence[DriveReport]:

@@ -4,16 +4,29 @@ matplotlib is imported lazily, inside the functions, and only through the object
 (``Figure`` + the Agg canvas attached explicitly): nothing global (pyplot's figure registry,
 the default backend, rcParams) is touched, at import or at any time.
 
-Every chart is 1200×700 px (100 dpi) or taller for comparisons; titles carry the drive
-model, run and OP. Seconds with zero IOPS cannot sit on a log axis: they are drawn as red
-triangles in a shaded band under the lowest decade, counted in the legend.
+Every chart is 1200×700 px (100 dpi) or taller for comparisons. The rules (docs/analysis.md
+"Charts"):
+
+* titles carry the drive model, run, OP and the run's own block size and queue depth;
+* the steady linear IOPS chart runs from 0 to a fixed top chosen by the plan
+  (``chart_iops_top``, 40K by default); a second above it is drawn as a marker on the top
+  edge and counted in the legend ("N s above 40K"), never silently cut;
+* charts that are compared share their scale: the runs of one drive (Default and 25% OP)
+  share their log decades, and the comparison charts of the results folder share one log
+  scale and one linear top for every drive and run;
+* legends sit above the axes, never over the data; no panel's y range cuts a series;
+* seconds with zero IOPS cannot sit on a log axis: they are red triangles in a shaded band
+  under the lowest decade, counted in the legend.
+
+Each chart has a ``*_figure(s)`` function returning the matplotlib ``Figure`` (tests inspect
+it) and a ``*_chart(s)`` function rendering it to PNG (+ SVG).
 """
 
 from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +34,10 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.legend import Legend
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -30,10 +45,20 @@ WIDTH_IN, HEIGHT_IN, DPI = 12.0, 7.0, 100
 POINT = "#1f5fa8"
 ZERO = "#d62728"
 ZERO_BAND = "#fde3e1"
+CLIP = "#8c2d04"
 STEADY_SPAN = "#f2f2f2"
 PHASE_COLOURS = {"clean": "#2ca02c", "after_torture": "#d62728", "after_trim": "#1f77b4"}
 PHASE_LABELS = {"clean": "clean", "after_torture": "after torture", "after_trim": "after TRIM"}
 NICE_STEPS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
+MB_PER_MIB = 1.048576  # 2^20 / 10^6: reviews print MB/s
+DEFAULT_IOPS_TOP = 40000.0  # RunParams.chart_iops_top, for run.json files without it
+
+# Layout in inches (fixed margins: constrained layout costs a second a chart)
+TITLE_LINE_IN = 0.27  # one suptitle line at 15 pt
+TITLE_PAD_IN = 0.12  # figure top edge to the suptitle
+ROW_IN = 0.3  # one legend / panel-header row at 10-12 pt
+GAP_PX = 8.0  # legend / panel label above the axes: clear of markers on the top edge
+BOTTOM_IN, RIGHT_IN, LEFT_IN = 0.65, 0.25, 0.9
 
 
 @dataclass(frozen=True)
@@ -60,6 +85,92 @@ class LogScale:
         return self.floor / 10**0.3
 
 
+@dataclass(frozen=True)
+class Workload:
+    """Block sizes and queue depths of a run, from its run.json (for titles)."""
+
+    torture_bs: str = "4k"
+    fill_bs: str = "128k"
+    iodepth: int = 32
+    probe_bs: str = "128k"
+    probe_iodepth: int = 32
+    probe_bytes: int | None = None
+    iops_top: float = DEFAULT_IOPS_TOP
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, Any]) -> Workload:
+        """From run.json ``params`` (and ``probes``, the probe shape the TRIM run used).
+        Tolerant of old or hand-edited files: a missing or bad value keeps the default of
+        the plan at the time (a run.json without ``probe_preset`` probed with the fill's
+        block size and queue depth)."""
+        raw = meta.get("params")
+        p: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        raw = meta.get("probes")
+        probes: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+
+        def text(key: str, default: str) -> str:
+            v = p.get(key)
+            return v.strip() if isinstance(v, str) and v.strip() else default
+
+        def whole(d: Mapping[str, Any], key: str, default: int | None) -> int | None:
+            v = d.get(key)
+            return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
+
+        fill_bs = text("block_size_fill", "128k")
+        iodepth = whole(p, "iodepth", 32) or 32
+        probe_bs, probe_qd = fill_bs, iodepth
+        if p.get("probe_preset") == "as-ssd":
+            probe_bs, probe_qd = "16m", 1
+        block = whole(probes, "block_bytes", None)
+        if block is not None:
+            probe_bs = str(block)
+        probe_qd = whole(probes, "iodepth", probe_qd) or probe_qd
+        probe_bytes = whole(probes, "probe_bytes", None)
+        gib = p.get("probe_gib")
+        if probe_bytes is None and isinstance(gib, int | float) and not isinstance(gib, bool) \
+                and gib > 0:
+            probe_bytes = int(gib * 2**30)
+        top = p.get("chart_iops_top")
+        return cls(
+            torture_bs=text("block_size_torture", "4k"), fill_bs=fill_bs, iodepth=iodepth,
+            probe_bs=probe_bs, probe_iodepth=probe_qd, probe_bytes=probe_bytes,
+            iops_top=float(top) if isinstance(top, int | float) and not isinstance(top, bool)
+            and math.isfinite(top) and top > 0 else DEFAULT_IOPS_TOP)
+
+    @property
+    def torture(self) -> str:
+        return f"{size_text(self.torture_bs)} random write QD{self.iodepth}"
+
+    @property
+    def fill(self) -> str:
+        return f"sequential fill, {size_text(self.fill_bs)} QD{self.iodepth}, incompressible"
+
+    @property
+    def probe(self) -> str:
+        size = "" if self.probe_bytes is None else f"{bytes_text(self.probe_bytes)} in "
+        return (f"sequential-write probe, {size}{size_text(self.probe_bs)} blocks "
+                f"QD{self.probe_iodepth}")
+
+
+def size_text(block_size: str) -> str:
+    """fio's ``4k`` → ``4 KiB``, ``16m`` → ``16 MiB``; an unparsable text is kept as is."""
+    from ssdbench.fio.jobs import parse_block_size
+
+    try:
+        n = int(block_size) if block_size.isdigit() else parse_block_size(block_size)
+    except ValueError:
+        return block_size
+    return bytes_text(n)
+
+
+def bytes_text(n: int) -> str:
+    """4096 → ``4 KiB``, 2^30 → ``1 GiB``, 1.5 × 2^30 → ``1.5 GiB`` (4 significant digits)."""
+    for unit, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if n >= unit:
+            return f"{n / unit:.4g} {name}"
+    return f"{n} B"
+
+
 def nice_top(value: float) -> float:
     """The smallest "round" number (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k) >= value."""
     if not math.isfinite(value) or value <= 0:
@@ -73,6 +184,7 @@ def nice_top(value: float) -> float:
 
 
 def log_scale(*series: FloatArray) -> LogScale:
+    """Whole decades around every positive value of every series (one shared scale)."""
     pos = np.concatenate([s[np.isfinite(s) & (s > 0)] for s in series] or [np.empty(0)])
     if pos.size == 0:
         return LogScale(1.0, 10.0)
@@ -93,25 +205,93 @@ def si(value: float, _pos: Any = None) -> str:
     return f"{value:g}"
 
 
+def mb_s(mib_s: float) -> float:
+    """MiB/s (2^20 bytes) → MB/s (10^6 bytes), as reviews print."""
+    return mib_s * MB_PER_MIB
+
+
 def _figure(height_in: float = HEIGHT_IN, *, ncols: int = 1, nrows: int = 1,
-            sharex: bool = False, sharey: bool = False,
-            title_lines: int = 2, left_in: float = 0.9) -> tuple[Figure, Any]:
-    """A figure with fixed margins (in inches; constrained layout costs a second a chart)."""
+            sharex: bool = False, sharey: bool = False, title_lines: int = 2,
+            header_rows: int = 1, panel_gap_in: float = 0.0,
+            left_in: float = LEFT_IN) -> tuple[Figure, Any]:
+    """A figure with fixed margins in inches: the suptitle, then ``header_rows`` rows for
+    legends (and panel labels) above the axes, ``panel_gap_in`` between rows of panels."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI)
     FigureCanvasAgg(fig)
-    top_in = 0.35 + 0.3 * title_lines
-    fig.subplots_adjust(left=left_in / WIDTH_IN, right=1 - 0.25 / WIDTH_IN,
-                        bottom=0.65 / height_in, top=1 - top_in / height_in,
-                        wspace=0.18, hspace=0.32 * HEIGHT_IN / height_in * max(1, nrows) / 2)
+    top_in = TITLE_PAD_IN + TITLE_LINE_IN * title_lines + 0.1 + ROW_IN * header_rows
+    plot_h = height_in - top_in - BOTTOM_IN
+    panel_h = (plot_h - panel_gap_in * (nrows - 1)) / nrows
+    fig.subplots_adjust(left=left_in / WIDTH_IN, right=1 - RIGHT_IN / WIDTH_IN,
+                        bottom=BOTTOM_IN / height_in, top=1 - top_in / height_in,
+                        wspace=0.2, hspace=panel_gap_in / panel_h if nrows > 1 else 0.0)
     axes = fig.subplots(nrows, ncols, sharex=sharex, sharey=sharey, squeeze=False)
     for ax in axes.flat:
         ax.tick_params(labelsize=11)
         ax.grid(True, which="major", color="#dddddd", linewidth=0.8)
         ax.set_axisbelow(True)
     return fig, axes
+
+
+def _suptitle(fig: Figure, text: str) -> None:
+    height_in = fig.get_figheight()
+    fig.suptitle(text, fontsize=15, y=1 - TITLE_PAD_IN / height_in, va="top")
+
+
+def _fig(ax: Axes) -> Figure:
+    from matplotlib.figure import Figure
+
+    fig = ax.get_figure(root=True)
+    assert isinstance(fig, Figure)
+    return fig
+
+
+def _above(ax: Axes) -> float:
+    """The y (in axes fraction) ``GAP_PX`` above the top of the axes."""
+    fig = _fig(ax)
+    height_px = ax.get_position().height * fig.get_figheight() * DPI
+    return 1 + GAP_PX / height_px
+
+
+def _panel_label(ax: Axes, text: str, fontsize: float = 12) -> Artist:
+    """A panel's name, left-aligned just above its axes (the legend goes on the right)."""
+    return ax.text(0.0, _above(ax), text, transform=ax.transAxes, ha="left",
+                   va="bottom", fontsize=fontsize)
+
+
+def _legend_above(ax: Axes, *, handles: Sequence[Any] | None = None,
+                  labels: Sequence[str] | None = None, reserve_px: float = 0.0,
+                  span_px: float | None = None) -> Legend | None:
+    """The legend in one row right-aligned just above the axes (outside them, so it never
+    covers a point); when that row would be wider than the axes (less ``reserve_px`` kept
+    for a panel label, or ``span_px`` when the legend may span several panels) it wraps into
+    rows and the axes move down to make room."""
+    if handles is None or labels is None:
+        handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    fig = _fig(ax)
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    width = span_px if span_px is not None else ax.get_window_extent(renderer).width
+    width -= reserve_px
+    legend = None
+    ncol = len(handles)
+    for ncol in range(len(handles), 0, -1):
+        if legend is not None:
+            legend.remove()
+        legend = ax.legend(handles, labels, loc="lower right",
+                           bbox_to_anchor=(1.0, _above(ax)), borderaxespad=0.0,
+                           ncol=ncol, fontsize=10, frameon=False, markerscale=1.5,
+                           handlelength=1.6, columnspacing=1.2, handletextpad=0.5)
+        if legend.get_window_extent(renderer).width <= width:
+            break
+    assert legend is not None
+    rows = math.ceil(len(handles) / ncol)
+    if rows > 1:
+        fig.subplots_adjust(top=fig.subplotpars.top - (rows - 1) * 0.22 / fig.get_figheight())
+    return legend
 
 
 def _render(fig: Figure, name: str, svg: bool = True) -> Chart:
@@ -131,14 +311,18 @@ def title_for(model: str, run: str, op_percent: float | None) -> str:
 
 
 def _iops_points(ax: Axes, t: FloatArray, iops: FloatArray, scale: LogScale | None, *,
-                 label: str = "IOPS per second", marker_size: float = 2.5) -> int:
-    """Per-second IOPS as points; zero seconds as red triangles (band on log axes).
+                 linear_top: float | None = None, label: str = "IOPS per second",
+                 marker_size: float = 2.5) -> tuple[int, int]:
+    """Per-second IOPS as points; zero seconds as red triangles (band on log axes); on a
+    linear axis with a fixed top, seconds above it as markers on the top edge.
 
-    Returns the number of zero seconds drawn."""
-    pos = np.isfinite(iops) & (iops > 0)
+    Returns (zero seconds, seconds above the top)."""
     zero = iops == 0
+    above = np.isfinite(iops) & (iops > linear_top) if linear_top is not None \
+        else np.zeros(iops.size, bool)
+    pos = np.isfinite(iops) & (iops > 0) & ~above
     ax.plot(t[pos], iops[pos], linestyle="none", marker="o", markersize=marker_size,
-            markeredgewidth=0, color=POINT, label=label, rasterized=True)
+            markeredgewidth=0, color=POINT, label=label, rasterized=True, gid="iops")
     n_zero = int(zero.sum())
     if scale is not None:
         ax.set_yscale("log")
@@ -149,26 +333,33 @@ def _iops_points(ax: Axes, t: FloatArray, iops: FloatArray, scale: LogScale | No
                 va="center", fontsize=11, color=ZERO)
     else:
         zy = 0.0
+        ax.set_ylim(0, linear_top if linear_top is not None else nice_top(
+            float(np.nanmax(iops)) if np.isfinite(iops).any() else 1.0))
     ax.plot(t[zero], np.full(n_zero, zy), linestyle="none", marker="v", markersize=6,
             color=ZERO, label=f"0 IOPS: {n_zero} s" + (" (red band)" if scale else ""),
-            clip_on=False, zorder=5)
+            clip_on=False, zorder=5, gid="zero")
+    n_above = int(above.sum())
+    if n_above and linear_top is not None:
+        ax.plot(t[above], np.full(n_above, linear_top), linestyle="none", marker="^",
+                markersize=6, color=CLIP, clip_on=False, zorder=5, gid="clip",
+                label=f"{n_above} s above {si(linear_top)} (drawn on the top edge)")
     ax.yaxis.set_major_formatter(si)
-    return n_zero
+    return n_zero, n_above
 
 
-def _legend(ax: Axes, loc: str = "upper right") -> None:
-    ax.legend(loc=loc, fontsize=10, framealpha=0.9, markerscale=2)
-
-
-def iops_charts(
+def iops_figures(
     t: FloatArray, iops: FloatArray, *, title: str, steady_start_s: float,
     cliff_s: int | None = None, steady_state_s: int | None = None,
     steady_mean: float | None = None, scale: LogScale | None = None,
-    linear_top: float | None = None, svg: bool = True,
-) -> list[Chart]:
-    """The AnandTech trio: ``iops-full-log``, ``iops-steady-log``, ``iops-steady-linear``."""
+    linear_top: float = DEFAULT_IOPS_TOP, workload: Workload | None = None,
+) -> list[tuple[str, Figure]]:
+    """The AnandTech trio: ``iops-full-log``, ``iops-steady-log``, ``iops-steady-linear``.
+
+    ``scale`` is the log scale shared with the other runs of the drive; ``linear_top`` the
+    plan's fixed top of the linear chart."""
     scale = scale or log_scale(iops)
-    charts = []
+    what = (workload or Workload()).torture
+    out = []
     end = float(t[-1] + 1) if t.size else 1.0
 
     fig, axes = _figure()
@@ -184,63 +375,84 @@ def iops_charts(
         ax.axvline(steady_state_s, color="#2ca02c", linestyle=":", linewidth=2,
                    label=f"SNIA steady state: {steady_state_s} s")
     ax.set_xlim(0, end)
-    ax.set_title(f"{title}\n4 KiB random write QD32 — whole run, log scale", fontsize=15)
+    _suptitle(fig, f"{title}\n{what} — whole run, log scale")
     ax.set_xlabel("Time (s)", fontsize=12)
     ax.set_ylabel("IOPS (log scale)", fontsize=12)
-    _legend(ax)
-    charts.append(_render(fig, "iops-full-log", svg))
+    _legend_above(ax)
+    out.append(("iops-full-log", fig))
 
     in_steady = t >= steady_start_s
     ts, ys = t[in_steady], iops[in_steady]
     for linear in (False, True):
         fig, axes = _figure()
         ax = axes[0, 0]
-        _iops_points(ax, ts, ys, None if linear else scale, marker_size=3.5)
+        _iops_points(ax, ts, ys, None if linear else scale,
+                     linear_top=linear_top if linear else None, marker_size=3.5)
         if steady_mean is not None:
-            ax.axhline(steady_mean, color="#444444", linestyle="--", linewidth=1.2,
-                       label=f"steady mean: {si(round(steady_mean))} IOPS")
+            label = f"steady mean: {si(round(steady_mean))} IOPS"
+            if linear and steady_mean > linear_top:  # named in the legend, not drawn
+                ax.plot([], [], color="#444444", linestyle="--", linewidth=1.2,
+                        label=label + " (above the chart)")
+            else:
+                ax.axhline(steady_mean, color="#444444", linestyle="--", linewidth=1.2,
+                           label=label)
         if ts.size:
             ax.set_xlim(ts[0], ts[-1] + 1)
-        if linear:
-            finite = ys[np.isfinite(ys)]
-            top = linear_top or nice_top(float(finite.max()) if finite.size else 1.0)
-            ax.set_ylim(0, top)
-        kind = "linear scale" if linear else "log scale"
-        ax.set_title(f"{title}\n4 KiB random write QD32 — steady window "
-                     f"(t ≥ {steady_start_s:g} s), {kind}", fontsize=15)
+        kind = f"linear scale, 0–{si(linear_top)}" if linear else "log scale"
+        _suptitle(fig, f"{title}\n{what} — steady window (t ≥ {steady_start_s:g} s), {kind}")
         ax.set_xlabel("Time (s)", fontsize=12)
-        ax.set_ylabel(f"IOPS ({kind})", fontsize=12)
-        _legend(ax)
-        charts.append(_render(fig, "iops-steady-linear" if linear else "iops-steady-log", svg))
-    return charts
+        ax.set_ylabel(f"IOPS ({'linear' if linear else 'log'} scale)", fontsize=12)
+        _legend_above(ax)
+        out.append(("iops-steady-linear" if linear else "iops-steady-log", fig))
+    return out
 
 
-def latency_chart(t: FloatArray, cols: dict[str, FloatArray], iops: FloatArray, *,
-                  title: str, svg: bool = True) -> Chart:
+def iops_charts(t: FloatArray, iops: FloatArray, *, svg: bool = True,
+                **kwargs: Any) -> list[Chart]:
+    """:func:`iops_figures` rendered."""
+    return [_render(fig, name, svg) for name, fig in iops_figures(t, iops, **kwargs)]
+
+
+LATENCY_STYLES = (("lat_max_us", "max", "#bbbbbb", 1.0),
+                  ("lat_p9999_us", "p99.99", "#ff7f0e", 1.0),
+                  ("lat_p99_us", "p99", "#d62728", 1.0), ("lat_mean_us", "mean", POINT, 1.4))
+
+
+def latency_scale(*runs: Mapping[str, FloatArray]) -> LogScale:
+    """One log scale for the latency charts of several runs (every column of every run)."""
+    return log_scale(*(cols[k] for cols in runs for k, *_ in LATENCY_STYLES if k in cols))
+
+
+def latency_figure(t: FloatArray, cols: Mapping[str, FloatArray], iops: FloatArray, *,
+                   title: str, scale: LogScale | None = None,
+                   workload: Workload | None = None) -> Figure:
     fig, axes = _figure()
     ax = axes[0, 0]
-    styles = (("lat_max_us", "max", "#bbbbbb", 1.0), ("lat_p9999_us", "p99.99", "#ff7f0e", 1.0),
-              ("lat_p99_us", "p99", "#d62728", 1.0), ("lat_mean_us", "mean", POINT, 1.4))
-    stacked = [cols[k] for k, *_ in styles]
-    scale = log_scale(*stacked)
-    for key, label, colour, width in styles:
+    scale = scale or latency_scale(cols)
+    for key, label, colour, width in LATENCY_STYLES:
         ax.plot(t, cols[key], color=colour, linewidth=width, label=label)
     ax.set_yscale("log")
     ax.set_ylim(scale.bottom, scale.top)
     ax.axhspan(scale.bottom, scale.floor / 10**0.08, color=ZERO_BAND, zorder=0, lw=0)
     stall = iops == 0
     ax.plot(t[stall], np.full(int(stall.sum()), scale.zero_y), linestyle="none", marker="v",
-            markersize=6, color=ZERO, clip_on=False,
+            markersize=6, color=ZERO, clip_on=False, gid="zero",
             label=f"no I/O completed: {int(stall.sum())} s (red band)")
     ax.yaxis.set_major_formatter(_us)
     if t.size:
         ax.set_xlim(0, t[-1] + 1)
-    ax.set_title(f"{title}\nwrite completion latency per second (from fio's histogram log)",
-                 fontsize=15)
+    what = (workload or Workload()).torture
+    _suptitle(fig, f"{title}\n{what}: completion latency per second "
+                   "(from fio's histogram log)")
     ax.set_xlabel("Time (s)", fontsize=12)
     ax.set_ylabel("Latency (log scale)", fontsize=12)
-    _legend(ax, "upper left")
-    return _render(fig, "latency", svg)
+    _legend_above(ax)
+    return fig
+
+
+def latency_chart(t: FloatArray, cols: Mapping[str, FloatArray], iops: FloatArray, *,
+                  svg: bool = True, **kwargs: Any) -> Chart:
+    return _render(latency_figure(t, cols, iops, **kwargs), "latency", svg)
 
 
 def _us(value: float, _pos: Any = None) -> str:
@@ -251,42 +463,66 @@ def _us(value: float, _pos: Any = None) -> str:
     return f"{value:g} µs"
 
 
-def fill_chart(t: FloatArray, mib_s: FloatArray, gib: FloatArray, *, title: str,
-               cliff_s: int | None, cliff_gib: float | None, mean_mib_s: float | None,
-               svg: bool = True) -> Chart:
+def fill_top(*mib_s: FloatArray) -> float:
+    """The y top of the fill charts of several runs (the highest second, rounded up)."""
+    peak = max((float(np.nanmax(a)) for a in mib_s if np.isfinite(a).any()), default=0.0)
+    return nice_top(peak * 1.05) if peak > 0 else 1.0
+
+
+def fill_figure(t: FloatArray, mib_s: FloatArray, gib: FloatArray, *, title: str,
+                cliff_s: int | None, cliff_gib: float | None, mean_mib_s: float | None,
+                top: float | None = None, workload: Workload | None = None) -> Figure:
     fig, axes = _figure(ncols=2, sharey=True)
-    top = nice_top(float(np.nanmax(mib_s)) * 1.05) if np.isfinite(mib_s).any() else 1.0
+    top = max(top or 0.0, fill_top(mib_s))
     for ax, x, xlabel in ((axes[0, 0], t, "Time (s)"), (axes[0, 1], gib, "GiB written")):
         ax.plot(x, mib_s, color=POINT, linewidth=1.0, label="MiB/s per second")
         if mean_mib_s is not None:
             ax.axhline(mean_mib_s, color="#444444", linestyle="--", linewidth=1.2,
-                       label=f"mean: {mean_mib_s:.0f} MiB/s")
+                       label=f"mean: {mean_mib_s:.0f} MiB/s ({mb_s(mean_mib_s):.0f} MB/s)")
         at = cliff_s if x is t else cliff_gib
         if at is not None:
-            unit = "s" if x is t else "GiB"
             ax.axvline(at, color="#ff7f0e", linestyle="--", linewidth=1.5,
-                       label=f"cache cliff: {at:.4g} {unit}")
+                       label="cache cliff")
         ax.set_ylim(0, top)
         ax.set_xlabel(xlabel, fontsize=12)
-        _legend(ax, "upper right")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if cliff_s is not None and cliff_gib is not None:
+        labels = [f"SLC-cache cliff: {cliff_s} s = {cliff_gib:.4g} GiB written"
+                  if lab == "cache cliff" else lab for lab in labels]
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    span = (axes[0, 1].get_window_extent(renderer).x1
+            - axes[0, 0].get_window_extent(renderer).x0)
+    _legend_above(axes[0, 1], handles=handles, labels=labels, span_px=span)
     axes[0, 0].set_ylabel("Write throughput (MiB/s)", fontsize=12)
-    fig.suptitle(f"{title}\nsequential fill, 128 KiB QD32, incompressible", fontsize=15)
-    return _render(fig, "fill", svg)
+    _suptitle(fig, f"{title}\n{(workload or Workload()).fill}")
+    return fig
 
 
-def trim_chart(means: dict[str, float], series: dict[str, tuple[FloatArray, FloatArray]], *,
-               title: str, verdict: str, recovery: float | None, svg: bool = True) -> Chart:
+def fill_chart(t: FloatArray, mib_s: FloatArray, gib: FloatArray, *, svg: bool = True,
+               **kwargs: Any) -> Chart:
+    return _render(fill_figure(t, mib_s, gib, **kwargs), "fill", svg)
+
+
+def trim_figure(means: Mapping[str, float],
+                series: Mapping[str, tuple[FloatArray, FloatArray]], *, title: str,
+                verdict: str, recovery: float | None,
+                workload: Workload | None = None) -> Figure:
+    """Probe means as bars (MiB/s and MB/s) and the probes over time; both panels share a
+    y range that holds every per-second value."""
     fig, axes = _figure(ncols=2)
     ax = axes[0, 0]
     phases = [p for p in PHASE_LABELS if p in means]
     values = [means[p] for p in phases]
     bars = ax.bar([PHASE_LABELS[p] for p in phases], values,
                   color=[PHASE_COLOURS[p] for p in phases], width=0.6)
-    ax.bar_label(bars, labels=[f"{v:.1f}" for v in values], fontsize=12, padding=3)
-    top = nice_top(max(values, default=1.0) * 1.12)
+    ax.bar_label(bars, labels=[f"{v:.1f} MiB/s\n{mb_s(v):.1f} MB/s" for v in values],
+                 fontsize=11, padding=3)
+    peak = max([*values, *(float(np.nanmax(y)) for _, y in series.values()
+                           if np.isfinite(y).any())], default=1.0)
+    top = nice_top(max(peak * 1.05, max(values, default=0.0) * 1.25))
     ax.set_ylim(0, top)
     ax.set_ylabel("Mean write throughput (MiB/s)", fontsize=12)
-    ax.set_title("probe means", fontsize=13)
+    _panel_label(ax, "probe means", fontsize=13)
     ax2 = axes[0, 1]
     for phase, (t, y) in series.items():
         # markers: a probe shorter than two seconds is one point, not an invisible line
@@ -299,18 +535,24 @@ def trim_chart(means: dict[str, float], series: dict[str, tuple[FloatArray, Floa
                  color="#555555")
     elif max(len(t) for t, _ in series.values()) < 2:
         ax2.set_xlim(-0.5, 1.5)
-        ax2.text(0.5, 0.92, "each probe took under two seconds: one sample each",
+        ax2.text(0.5, 0.04, "each probe took under two seconds: one sample each",
                  transform=ax2.transAxes, ha="center", fontsize=11, color="#555555")
     ax2.set_ylim(0, top)
     ax2.set_xlabel("Time (s)", fontsize=12)
     ax2.set_ylabel("Write throughput (MiB/s)", fontsize=12)
-    ax2.set_title("probes over time", fontsize=13)
-    if series:
-        _legend(ax2, "lower right")
+    label = _panel_label(ax2, "probes over time", fontsize=13)
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    _legend_above(ax2, reserve_px=label.get_window_extent(renderer).width + 20)
     rec = "" if recovery is None else f", recovery {recovery:.2f}"
-    fig.suptitle(f"{title}\nTRIM validation: sequential-write probe — verdict: {verdict}{rec}",
-                 fontsize=15)
-    return _render(fig, "trim-probes", svg)
+    _suptitle(fig, f"{title}\nTRIM validation: {(workload or Workload()).probe} — "
+                   f"verdict: {verdict}{rec}")
+    return fig
+
+
+def trim_chart(means: Mapping[str, float],
+               series: Mapping[str, tuple[FloatArray, FloatArray]], *, svg: bool = True,
+               **kwargs: Any) -> Chart:
+    return _render(trim_figure(means, series, **kwargs), "trim-probes", svg)
 
 
 @dataclass(frozen=True)
@@ -319,49 +561,59 @@ class DriveSeries:
     t: FloatArray
     iops: FloatArray
     steady_start_s: float
+    workload: Workload = Workload()
 
 
-def compare_iops_charts(run: str, drives: Sequence[DriveSeries], svg: bool = True) -> list[Chart]:
+def compare_iops_figures(run: str, drives: Sequence[DriveSeries], *,
+                         scale: LogScale | None = None,
+                         linear_top: float | None = None) -> list[tuple[str, Figure]]:
     """``compare-<run>-iops-{full-log,steady-log,steady-linear}``: one panel per drive, all
-    on the same axes."""
+    on the same axes. ``scale`` and ``linear_top`` are shared with the other runs of the
+    results folder (default: from these drives alone)."""
     n = len(drives)
     if n == 0:
         return []
-    scale = log_scale(*(d.iops for d in drives))
-    steady_vals = [d.iops[(d.t >= d.steady_start_s) & np.isfinite(d.iops)] for d in drives]
-    peak = max((float(v.max()) for v in steady_vals if v.size), default=1.0)
-    linear_top = nice_top(peak)
+    scale = scale or log_scale(*(d.iops for d in drives))
+    top = linear_top or max(d.workload.iops_top for d in drives)
     end = max((float(d.t[-1] + 1) for d in drives if d.t.size), default=1.0)
-    height = max(HEIGHT_IN, 1.4 + 2.3 * n)
-    charts = []
+    gap = ROW_IN + 0.15
+    height = max(HEIGHT_IN, 1.8 + 2.3 * n + gap * (n - 1))
+    loads = {d.workload.torture for d in drives}
+    common = next(iter(loads)) if len(loads) == 1 else "per-drive workload in each panel"
+    out = []
     for kind in ("full-log", "steady-log", "steady-linear"):
-        fig, axes = _figure(height_in=height, nrows=n, sharex=True)
+        fig, axes = _figure(height_in=height, nrows=n, sharex=True, panel_gap_in=gap)
         steady_from = min(d.steady_start_s for d in drives)
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
         for ax, d in zip(axes[:, 0], drives, strict=True):
             sel = np.ones(d.t.size, bool) if kind == "full-log" else d.t >= d.steady_start_s
-            _iops_points(ax, d.t[sel], d.iops[sel], None if kind == "steady-linear" else scale,
-                         label="IOPS", marker_size=2.0)
-            if kind == "steady-linear":
-                ax.set_ylim(0, linear_top)
-            ax.set_title(d.label, fontsize=12, loc="left")
+            linear = kind == "steady-linear"
+            _iops_points(ax, d.t[sel], d.iops[sel], None if linear else scale,
+                         linear_top=top if linear else None, label="IOPS", marker_size=2.0)
+            text = d.label if len(loads) == 1 else f"{d.label} — {d.workload.torture}"
+            label = _panel_label(ax, text)
             ax.set_ylabel("IOPS", fontsize=11)
-            ax.legend(loc="upper right", fontsize=9, framealpha=0.9, markerscale=2)
+            _legend_above(ax, reserve_px=label.get_window_extent(renderer).width + 20)
         axes[-1, 0].set_xlim(0 if kind == "full-log" else steady_from, end)
         axes[-1, 0].set_xlabel("Time (s)", fontsize=12)
         what = {"full-log": "whole run, log scale", "steady-log": "steady window, log scale",
-                "steady-linear": "steady window, linear scale"}[kind]
-        fig.suptitle(f"{run} — 4 KiB random write QD32 — {what} (same scale for every drive)",
-                     fontsize=15)
-        charts.append(_render(fig, f"compare-{run}-iops-{kind}", svg))
-    return charts
+                "steady-linear": f"steady window, linear scale 0–{si(top)}"}[kind]
+        _suptitle(fig, f"{run} — {common}\n{what} — the same scale for every drive")
+        out.append((f"compare-{run}-iops-{kind}", fig))
+    return out
 
 
-def compare_trim_chart(rows: Sequence[tuple[str, dict[str, float], str]],
-                       svg: bool = True) -> Chart | None:
-    """``compare-trim``: grouped bars (clean / after torture / after TRIM) per drive."""
+def compare_iops_charts(run: str, drives: Sequence[DriveSeries], svg: bool = True,
+                        **kwargs: Any) -> list[Chart]:
+    return [_render(fig, name, svg) for name, fig in compare_iops_figures(run, drives, **kwargs)]
+
+
+def compare_trim_figure(rows: Sequence[tuple[str, Mapping[str, float], str]]) -> Figure | None:
+    """``compare-trim``: grouped bars (clean / after torture / after TRIM) per drive, the
+    values in MiB/s and MB/s."""
     if not rows:
         return None
-    fig, axes = _figure(height_in=max(HEIGHT_IN, 2 + 0.9 * len(rows)), title_lines=1,
+    fig, axes = _figure(height_in=max(HEIGHT_IN, 2.2 + 0.9 * len(rows)), title_lines=1,
                         left_in=3.4)
     ax = axes[0, 0]
     y = np.arange(len(rows), dtype=np.float64)
@@ -372,13 +624,20 @@ def compare_trim_chart(rows: Sequence[tuple[str, dict[str, float], str]],
         peak = max([peak, *(v for v in vals if math.isfinite(v))])
         bars = ax.barh(y + (k - 1) * h, vals, height=h, color=PHASE_COLOURS[phase],
                        label=PHASE_LABELS[phase])
-        ax.bar_label(bars, labels=[f"{v:.1f}" if math.isfinite(v) else "" for v in vals],
+        ax.bar_label(bars, labels=[f"{v:.1f} MiB/s ({mb_s(v):.1f} MB/s)"
+                                   if math.isfinite(v) else "" for v in vals],
                      fontsize=10, padding=3)
     ax.set_yticks(y, [f"{label}\nverdict: {verdict}" for label, _, verdict in rows],
                   fontsize=11)
     ax.invert_yaxis()
-    ax.set_xlim(0, nice_top(peak * 1.15))
+    ax.set_xlim(0, nice_top(peak * 1.5))
     ax.set_xlabel("Mean sequential write throughput of the probe (MiB/s)", fontsize=12)
-    ax.set_title("TRIM validation — every drive, same scale", fontsize=15)
-    _legend(ax, "lower right")
-    return _render(fig, "compare-trim", svg)
+    _suptitle(fig, "TRIM validation — every drive, same scale")
+    _legend_above(ax)
+    return fig
+
+
+def compare_trim_chart(rows: Sequence[tuple[str, Mapping[str, float], str]],
+                       svg: bool = True) -> Chart | None:
+    fig = compare_trim_figure(rows)
+    return None if fig is None else _render(fig, "compare-trim", svg)

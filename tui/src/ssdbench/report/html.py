@@ -11,14 +11,14 @@ import base64
 import html
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from ssdbench import __version__
-from ssdbench.report.charts import Chart
-from ssdbench.report.model import RunAnalysis
+from ssdbench.report.charts import MB_PER_MIB, Chart
+from ssdbench.report.model import RunAnalysis, run_warnings
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;
@@ -34,6 +34,7 @@ img{max-width:100%;height:auto;border:1px solid #ddd;background:#fff;margin:.3em
 .effective,.done,.yes{background:#d9f2d9}.partial,.interrupted,.cancelled{background:#fff2cc}
 .ineffective,.failed,.no{background:#f8d0d0}.inconclusive,.incomplete,.unknown{background:#e8e8e8}
 .problem{background:#fff2cc;border-left:4px solid #e0a800;padding:.4em .8em;margin:.4em 0}
+.warning{background:#fde8d7;border-left:4px solid #d9661f;padding:.4em .8em;margin:.4em 0}
 pre{background:#fff;border:1px solid #ddd;padding:.6em;overflow:auto;font-size:.85em}
 .small{color:#666;font-size:.85em}.wide{overflow-x:auto}
 """
@@ -115,6 +116,17 @@ def problems_html(problems: Sequence[str]) -> str:
     return "".join(f"<div class=\"problem\">{esc(p)}</div>" for p in problems)
 
 
+def warnings_html(warnings: Sequence[str]) -> str:
+    return "".join(f"<div class=\"warning\">warning: {esc(w)}</div>" for w in warnings)
+
+
+def mib_mb(mib_s: float | None) -> Markup:
+    """A throughput in MiB/s (2^20 bytes) and in MB/s (10^6 bytes, as reviews print)."""
+    if mib_s is None or math.isnan(mib_s):
+        return Markup("—")
+    return Markup(f"{mib_s:,.1f} MiB/s · {mib_s * MB_PER_MIB:,.1f} MB/s")
+
+
 def _stats_rows(run: RunAnalysis) -> str:
     it = run.iops
     if it is None:
@@ -168,7 +180,7 @@ def _fill_html(run: RunAnalysis) -> str:
              f"({num(f.before_cliff_mib_s)} → {num(f.after_cliff_mib_s)} MiB/s)")
     return "<h3>Sequential fill</h3>" + kv_table([
         ("seconds", f.seconds), ("GiB written", f.gib_written),
-        ("mean MiB/s", f.mean_mib_s), ("median MiB/s", f.p50_mib_s),
+        ("mean", mib_mb(f.mean_mib_s)), ("median", mib_mb(f.p50_mib_s)),
         ("min / max MiB/s", Markup(f"{num(f.min_mib_s)} / {num(f.max_mib_s)}")),
         ("SLC-cache cliff (sustained < 70% of the first 30 s)", Markup(esc(cliff))),
     ])
@@ -179,15 +191,18 @@ def _trim_html(run: RunAnalysis, meta: dict[str, Any]) -> str:
     if t is None:
         return ""
     rows: list[tuple[str, Any]] = [
-        ("clean (MiB/s)", t.clean_mib_s), ("after torture (MiB/s)", t.after_torture_mib_s),
-        ("after TRIM (MiB/s)", t.after_trim_mib_s),
+        ("clean", mib_mb(t.clean_mib_s)), ("after torture", mib_mb(t.after_torture_mib_s)),
+        ("after TRIM", mib_mb(t.after_trim_mib_s)),
         ("after torture / clean", t.degradation), ("recovery", t.recovery),
         ("verdict", badge(t.verdict)), ("reason", t.reason),
     ]
-    extra = meta.get("trim")
-    if isinstance(extra, dict):
-        for k, v in extra.items():
-            rows.append((k, Markup(esc(json.dumps(v)) if isinstance(v, dict | list) else num(v))))
+    for key in ("probes", "trim"):
+        extra = meta.get(key)
+        if isinstance(extra, dict):
+            for k, v in extra.items():
+                rows.append((k if key == "trim" else f"probe {k}",
+                             Markup(esc(json.dumps(v)) if isinstance(v, dict | list)
+                                    else num(v))))
     return "<h3>TRIM validation</h3>" + kv_table(rows)
 
 
@@ -204,7 +219,7 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
     op = "" if run.op_percent is None else f" · {run.op_percent:g}% OP"
     out = (f"<h2 id=\"{esc(run.run)}\">{esc(run.run)} <span class=\"small\">{esc(run.kind)}"
            f"{esc(op)}</span> {badge(run.state)}</h2>")
-    out += problems_html(run.problems)
+    out += problems_html(run.problems) + warnings_html(run_warnings(meta))
     out += kv_table([("started", meta.get("started")), ("finished", meta.get("finished")),
                      ("target", target_text(meta.get("target")))])
     out += _stats_rows(run) + _fill_html(run) + _trim_html(run, meta)
@@ -261,7 +276,10 @@ def target_text(target: Any) -> str:
 
 def drive_page(identity: dict[str, Any], document: dict[str, Any], drive_dir_name: str, *,
                sections: Sequence[str], runs: Sequence[RunAnalysis],
-               problems: Sequence[str]) -> str:
+               problems: Sequence[str],
+               warnings: Mapping[str, Sequence[str]] | None = None) -> str:
+    """``warnings``: run.json warnings by run name (counted in the runs table)."""
+    warnings = warnings or {}
     model = drive_label(identity, "unknown drive")
     title = f"{model} {identity.get('serial') or ''}".strip()
     body = f"<h1>{esc(title)}</h1><p class=\"small\">{esc(drive_dir_name)}</p>"
@@ -272,12 +290,13 @@ def drive_page(identity: dict[str, Any], document: dict[str, Any], drive_dir_nam
     if runs:
         body += "<h3>Runs</h3>" + table(
             ["run", "state", "steady IOPS mean", "zero-IOPS s", "SNIA steady state (s)",
-             "TRIM verdict"],
+             "TRIM verdict", "warnings"],
             [[Markup(f"<a href=\"#{esc(r.run)}\">{esc(r.run)}</a>"), badge(r.state),
               r.iops.steady.mean if r.iops else None,
               r.iops.stalls.zero_seconds if r.iops else None,
               (r.iops.steady_state.at_s or "not reached") if r.iops else None,
-              badge(r.trim.verdict) if r.trim else None] for r in runs])
+              badge(r.trim.verdict) if r.trim else None,
+              len(warnings.get(r.run, ()))] for r in runs])
     body += "".join(sections)
     extra = {k: v for k, v in document.items() if k not in ("drive", "identity", "schema")}
     if extra:
@@ -291,16 +310,18 @@ def drive_page(identity: dict[str, Any], document: dict[str, Any], drive_dir_nam
 
 
 def index_page(rows: Sequence[dict[str, str]], drive_links: Sequence[tuple[str, str]],
-               charts: Sequence[Chart], problems: Sequence[str]) -> str:
-    body = "<h1>ssdbench results</h1>" + problems_html(problems)
+               charts: Sequence[Chart], problems: Sequence[str],
+               warnings: Sequence[str] = ()) -> str:
+    body = "<h1>ssdbench results</h1>" + problems_html(problems) + warnings_html(warnings)
     body += "<h2>Drives</h2><ul>" + "".join(
         f"<li><a href=\"{href(d)}/report.html\">{esc(label)}</a></li>"
         for d, label in drive_links) + "</ul>"
     cols = ("model", "serial", "run", "op_percent", "duration_s", "iops_mean",
             "steady_iops_mean", "steady_iops_stddev", "steady_iops_p1", "zero_iops_seconds",
-            "longest_stall_s", "steady_state_at_s", "trim_clean_mib_s",
-            "trim_after_torture_mib_s", "trim_after_trim_mib_s", "trim_verdict",
-            "erase_method", "erase_verified", "run_state")
+            "longest_stall_s", "steady_state_at_s", "trim_clean_mib_s", "trim_clean_mb_s",
+            "trim_after_torture_mib_s", "trim_after_torture_mb_s", "trim_after_trim_mib_s",
+            "trim_after_trim_mb_s", "trim_verdict", "erase_method", "erase_verified",
+            "run_state", "warnings")
     def cell(r: dict[str, str], c: str) -> Any:
         if c == "model":
             link = f"{href(r['drive_dir'])}/report.html#{esc(r['run'])}"

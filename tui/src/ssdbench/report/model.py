@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,3 +129,21 @@ def analyse(data: RunData) -> RunAnalysis:
     complete = state == "done" and not problems
     return RunAnalysis(data.name, kind, state, complete, tuple(problems), op, start, iops,
                        latency, steady_latency, fill, trim)
+
+
+def run_warnings(meta: dict[str, Any]) -> list[str]:
+    """run.json ``warnings``: what the run noticed but did not fail on (e.g. the per-second
+    IOPS not adding up to fio's own total), as sentences."""
+    raw = meta.get("warnings")
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list):
+        return []
+    out = []
+    for w in raw:
+        if isinstance(w, dict):
+            text = w.get("message") or w.get("text") or json.dumps(w, sort_keys=True)
+            out.append(str(text))
+        elif w is not None and str(w).strip():
+            out.append(str(w))
+    return out

@@ -7,7 +7,8 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
-from ssdbench.report.model import DriveReport, RunAnalysis
+from ssdbench.report.charts import MB_PER_MIB
+from ssdbench.report.model import DriveReport, RunAnalysis, run_warnings
 
 SUMMARY_COLUMNS = (
     "drive_dir", "model", "serial", "firmware", "capacity_bytes", "run", "op_percent",
@@ -15,6 +16,8 @@ SUMMARY_COLUMNS = (
     "zero_iops_seconds", "longest_stall_s", "steady_state_at_s", "trim_clean_mib_s",
     "trim_after_torture_mib_s", "trim_after_trim_mib_s", "trim_verdict", "erase_method",
     "erase_verified", "run_state",
+    # added later, at the end so that older readers' column positions still hold
+    "trim_clean_mb_s", "trim_after_torture_mb_s", "trim_after_trim_mb_s", "warnings",
 )
 
 
@@ -61,7 +64,15 @@ def summary_row(report: DriveReport, run: RunAnalysis, meta: dict[str, Any]) -> 
         "erase_method": _fmt(erase.get("method")) if erase else "",
         "erase_verified": _fmt(erase.get("verified")) if erase else "",
         "run_state": run.state,
+        "trim_clean_mb_s": _fmt(_mb(trim.clean_mib_s) if trim else None),
+        "trim_after_torture_mb_s": _fmt(_mb(trim.after_torture_mib_s) if trim else None),
+        "trim_after_trim_mb_s": _fmt(_mb(trim.after_trim_mib_s) if trim else None),
+        "warnings": str(len(run_warnings(meta))),
     }
+
+
+def _mb(mib_s: float | None) -> float | None:
+    return None if mib_s is None else mib_s * MB_PER_MIB
 
 
 def summary_csv(rows: Iterable[dict[str, str]]) -> str:
