@@ -15,10 +15,38 @@ chmod 755 "$target/init" "$target"/etc/init.d/rcS "$target"/etc/init.d/rcK \
 [[ -s $target/etc/passwd ]] || printf 'root::0:0:root:/root:/bin/sh\n' >"$target/etc/passwd"
 [[ -s $target/etc/group ]] || printf 'root:x:0:\ndisk:x:6:\n' >"$target/etc/group"
 [[ -s $target/etc/shadow ]] || { printf 'root::19000:0:99999:7:::\n' >"$target/etc/shadow"; chmod 600 "$target/etc/shadow"; }
-# The console font the TUI is drawn with (Unicode box drawing) when kbd ships one.
+# The console font the TUI is drawn with (Unicode box drawing), as one gzipped file rcS loads:
+# /usr/share/consolefonts/ssdbench.psf.gz. The Buildroot image has kbd's fonts (kbd 2.9.0's
+# names, e.g. Lat2-Terminus16.psfu, installed under share/kbd/consolefonts or
+# share/consolefonts, gzipped or not); the Debian dev image has console-setup's
+# (Uni2-Terminus16.psf.gz).
 fonts=$target/usr/share/consolefonts
-if [[ -d $fonts && ! -e $fonts/ssdbench.psf.gz ]]; then
-    for f in Uni2-Terminus16.psf.gz Lat2-Terminus16.psf.gz Uni2-VGA16.psf.gz default8x16.psfu.gz; do
-        if [[ -e $fonts/$f ]]; then ln -s "$f" "$fonts/ssdbench.psf.gz"; break; fi
+if [[ ! -e $fonts/ssdbench.psf.gz ]]; then
+    for f in Lat2-Terminus16.psfu eurlatgr.psfu default8x16.psfu Uni2-Terminus16.psf Uni2-VGA16.psf; do
+        for dir in usr/share/kbd/consolefonts usr/share/consolefonts; do
+            src=
+            if [[ -f $target/$dir/$f.gz ]]; then src=$dir/$f.gz; elif [[ -f $target/$dir/$f ]]; then src=$dir/$f; fi
+            [[ -n $src ]] || continue
+            mkdir -p "$fonts"
+            if [[ $src == *.gz ]]; then ln -sfn "/$src" "$fonts/ssdbench.psf.gz"; else gzip -9nc "$target/$src" >"$fonts/ssdbench.psf.gz"; fi
+            break 2
+        done
     done
+fi
+# /etc/ssdbench-image-id names the build in every log (rcS) and on the stick (post-image.sh).
+# The dev image writes its own (a hash of all its inputs) before calling this script; the
+# Buildroot image gets "<version>-<hash of the image's inputs from this repository>".
+if [[ ! -s $target/etc/ssdbench-image-id ]]; then
+    repo=$(cd "$(dirname "$0")/../.." && pwd)
+    version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/tui/pyproject.toml")
+    inputs=$(cd "$repo" && find overlay board/ssdbench buildroot-external tui/src tui/pyproject.toml \
+        -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum |
+        sha256sum | cut -c1-16)
+    mkdir -p "$target/etc"
+    printf '%s-%s\n' "$version" "$inputs" >"$target/etc/ssdbench-image-id"
+fi
+# post-image.sh copies $BINARIES_DIR/image-id onto the stick's boot partition.
+if [[ -n ${BINARIES_DIR:-} ]]; then
+    mkdir -p "$BINARIES_DIR"
+    cp "$target/etc/ssdbench-image-id" "$BINARIES_DIR/image-id"
 fi

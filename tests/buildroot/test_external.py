@@ -324,3 +324,12 @@ def test_full_build_rebuilds_python_ssdbench() -> None:
     dirclean = full_build.find("brmake python-ssdbench-dirclean")
     build = full_build.find("\nbrmake\n")
     assert 0 <= dirclean < build, "build-image.sh does not dirclean python-ssdbench before brmake"
+
+
+def test_image_busybox_has_the_mdev_daemon(tree: Path) -> None:
+    """overlay/etc/init.d/rcS runs `mdev -d`: Buildroot's BusyBox config has the daemon and
+    our fragment does not take it away."""
+    config = (tree / "package" / "busybox" / "busybox.config").read_text()
+    fragment = (brtree.EXTERNAL / "busybox.fragment").read_text()
+    assert re.search(r"^CONFIG_FEATURE_MDEV_DAEMON=y$", config, re.M)
+    assert not re.search(r"^(# )?CONFIG_FEATURE_MDEV_DAEMON( is not set|=n)", fragment, re.M)
