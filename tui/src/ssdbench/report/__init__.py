@@ -61,9 +61,11 @@ def _label(identity: dict[str, Any], fallback: str) -> str:
 
 
 @dataclass(frozen=True)
-class DriveScales:
-    """What the runs of one drive share on their charts (Default and 25% OP side by side):
-    the IOPS log decades, the linear top, the latency decades and the fill MiB/s top."""
+class SharedScales:
+    """What charts drawn side by side share: the IOPS log decades, the linear top (the
+    plans' ``chart_iops_top``), the latency decades and the fill MiB/s top. One drive's
+    runs (Default and 25% OP) share them in report.html; every run of every drive shares
+    them in the comparison charts of index.html."""
 
     iops: Any  # charts.LogScale
     iops_top: float
@@ -81,28 +83,24 @@ def _workload(data: RunData) -> Any:
     return ch.Workload.from_meta(data.meta)
 
 
-def iops_top(datas: Sequence[RunData]) -> float:
-    """The plans' ``chart_iops_top`` of these runs (the largest when they differ)."""
-    return max((_workload(d).iops_top for d in datas if _has_iops(d)),
-               default=RunParams().chart_iops_top)
-
-
-def drive_scales(datas: Sequence[RunData]) -> DriveScales:
+def shared_scales(datas: Sequence[RunData]) -> SharedScales:
+    """The scales of these runs' charts (the largest ``chart_iops_top`` when they differ)."""
     from ssdbench.report import charts as ch
 
     with_iops = [d.iops for d in datas if d.iops is not None and _has_iops(d)]
-    return DriveScales(
+    return SharedScales(
         iops=ch.log_scale(*(s["iops"] for s in with_iops)),
-        iops_top=iops_top(datas),
+        iops_top=max((_workload(d).iops_top for d in datas if _has_iops(d)),
+                     default=RunParams().chart_iops_top),
         latency=ch.latency_scale(*with_iops),
         fill_top=ch.fill_top(*(d.fill["mib_s"] for d in datas if d.fill is not None)))
 
 
 def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
-                scales: DriveScales | None = None) -> list[Any]:
+                scales: SharedScales | None = None) -> list[Any]:
     from ssdbench.report import charts as ch
 
-    scales = scales or drive_scales([data])
+    scales = scales or shared_scales([data])
     title = ch.title_for(model, run.run, run.op_percent)
     workload = _workload(data)
     out: list[ch.Chart] = []
@@ -158,7 +156,7 @@ def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
     model = html.drive_label(identity, drive_dir.name)
     sections: list[str] = []
     written: list[Path] = []
-    scales = drive_scales([d for d, _ in loaded])
+    scales = shared_scales([d for d, _ in loaded])
     for data, run in loaded:
         charts = []
         try:
@@ -246,9 +244,7 @@ def render_index(root: Path, *, svg: bool = True) -> None:
     charts: list[ch.Chart] = []
     try:
         every = [d for _, _, datas, _ in drives for d in datas if _has_iops(d)]
-        # one log scale and one linear top for every drive and run of the stick
-        scale = ch.log_scale(*(d.iops["iops"] for d in every if d.iops is not None))
-        top = iops_top(every)
+        scales = shared_scales(every)  # one scale for every drive and run of the stick
         names = sorted({d.name for d in every})
         charted = {dd for dd, _, datas, _ in drives if any(_has_iops(d) for d in datas)}
         order = {n: i for i, n in enumerate(("consistency-default", "consistency-op25"))}
@@ -271,8 +267,8 @@ def render_index(root: Path, *, svg: bool = True) -> None:
                 for dd, identity, d, r in having
                 if d.iops is not None
             ]
-            charts += ch.compare_iops_charts(name, series, scale=scale, linear_top=top,
-                                             svg=svg)
+            charts += ch.compare_iops_charts(name, series, scale=scales.iops,
+                                             linear_top=scales.iops_top, svg=svg)
         trim_rows = [
             (_label(identity, dd.name), {p: v.mib_s for p, v in d.probes.items()},
              r.trim.verdict)

@@ -1,0 +1,305 @@
+"""The chart rules of docs/analysis.md "Charts", checked on the matplotlib figures the report
+draws: fixed linear top with counted clip markers, shared scales (one drive's runs; every
+drive of the stick), legends clear of the data, no series cut by a y range, titles with the
+run's block size and queue depth, MB/s beside MiB/s, run.json warnings shown."""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from ssdbench.plan.plans import preset
+from ssdbench.report import SUMMARY_COLUMNS, render_drive, render_index
+from ssdbench.report import charts as ch
+from ssdbench.report.load import read_columns
+from tests.unit.report.synthetic import DriveSpec, write_drive_folder
+
+# summary.csv before MB/s and warnings were added: these positions never change
+SUMMARY_V1 = (
+    "drive_dir", "model", "serial", "firmware", "capacity_bytes", "run", "op_percent",
+    "duration_s", "iops_mean", "steady_iops_mean", "steady_iops_stddev", "steady_iops_p1",
+    "zero_iops_seconds", "longest_stall_s", "steady_state_at_s", "trim_clean_mib_s",
+    "trim_after_torture_mib_s", "trim_after_trim_mib_s", "trim_verdict", "erase_method",
+    "erase_verified", "run_state",
+)
+
+Captured = list[tuple[str, Figure]]
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[Captured]:
+    """Every figure the report draws, by chart name (the PNGs are still written)."""
+    figs: Captured = []
+
+    def many(real: Callable[..., list[tuple[str, Figure]]]) -> Callable[..., Any]:
+        def wrap(*args: Any, **kwargs: Any) -> list[tuple[str, Figure]]:
+            out = real(*args, **kwargs)
+            figs.extend(out)
+            return out
+        return wrap
+
+    def one(real: Callable[..., Figure | None], name: str) -> Callable[..., Any]:
+        def wrap(*args: Any, **kwargs: Any) -> Figure | None:
+            fig = real(*args, **kwargs)
+            if fig is not None:
+                figs.append((name, fig))
+            return fig
+        return wrap
+
+    monkeypatch.setattr(ch, "iops_figures", many(ch.iops_figures))
+    monkeypatch.setattr(ch, "compare_iops_figures", many(ch.compare_iops_figures))
+    for name, func in (("latency", "latency_figure"), ("fill", "fill_figure"),
+                       ("trim-probes", "trim_figure"), ("compare-trim", "compare_trim_figure")):
+        monkeypatch.setattr(ch, func, one(getattr(ch, func), name))
+    yield figs
+
+
+def _title(fig: Figure) -> str:
+    return fig.get_suptitle()
+
+
+def _find(figs: Captured, name: str, run: str) -> Figure:
+    found = [f for n, f in figs if n == name and f"— {run}" in _title(f)]
+    assert len(found) == 1, (name, run, [(n, _title(f)) for n, f in figs])
+    return found[0]
+
+
+def _data_lines(fig: Figure) -> Iterator[tuple[Any, Any]]:
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            yield ax, line
+
+
+def assert_legends_clear(fig: Figure) -> int:
+    """Each legend lies inside the figure, outside every axes, clear of the title, the
+    panel labels and every drawn point. Returns the number of legends."""
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    legends = [leg for ax in fig.axes if (leg := ax.get_legend()) is not None]
+    for leg in legends:
+        box = leg.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.y0 >= 0
+        assert box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height
+        assert fig.texts  # the suptitle
+        for text in fig.texts:
+            assert not box.overlaps(text.get_window_extent(renderer))
+        for ax in fig.axes:
+            assert not box.overlaps(ax.get_window_extent(renderer)), _title(fig)
+            for text in ax.texts:
+                if text.get_text().strip():
+                    assert not box.overlaps(text.get_window_extent(renderer)), text
+        for _ax, line in _data_lines(fig):
+            xy = line.get_transform().transform(np.asarray(line.get_xydata(), float))
+            xy = xy[np.isfinite(xy).all(axis=1)]
+            inside = ((xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1)
+                      & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1))
+            assert not inside.any(), (line.get_label(), _title(fig))
+    return len(legends)
+
+
+def assert_no_series_clipped(fig: Figure) -> None:
+    """Every value of every data series lies inside its panel's y range."""
+    for ax, line in _data_lines(fig):
+        if line.get_transform() != ax.transData:
+            continue  # axvline / axhline: drawn across the axes
+        y = np.asarray(line.get_ydata(), float)
+        y = y[np.isfinite(y)]
+        if ax.get_yscale() == "log":
+            y = y[y > 0]
+        lo, hi = ax.get_ylim()
+        assert ((y >= lo * (1 - 1e-9)) & (y <= hi * (1 + 1e-9))).all(), (
+            line.get_label(), _title(fig), y.max() if y.size else None, hi)
+
+
+def _line(fig: Figure, gid: str) -> Any:
+    found = [line for _, line in _data_lines(fig) if line.get_gid() == gid]
+    return found[0] if found else None
+
+
+def _legend_texts(fig: Figure) -> list[str]:
+    return [t.get_text() for ax in fig.axes if (leg := ax.get_legend()) is not None
+            for t in leg.get_texts()]
+
+
+def _set_params(run_dir: Path, **params: Any) -> None:
+    path = run_dir / "run.json"
+    meta = json.loads(path.read_text())
+    meta["params"].update(params)
+    path.write_text(json.dumps(meta))
+
+
+def _drive(root: Path, **spec: Any) -> Path:
+    defaults: dict[str, Any] = {"steady_iops": 20_000.0, "cliff_s": 100}
+    defaults.update(spec)
+    return write_drive_folder(root, DriveSpec(**defaults), duration=300, seed=3,
+                              runs=("consistency-default", "consistency-op25", "trim"))
+
+
+def test_one_drive_runs_share_scales_and_the_plan_top(tmp_path: Path, captured: Captured):
+    drive = _drive(tmp_path / "ssdbench")
+    _set_params(drive / "consistency-default", block_size_torture="8k", iodepth=16)
+    render_drive(drive, svg=False)
+    runs = ("consistency-default", "consistency-op25")
+    series = {r: read_columns(drive / r / "iops.csv", ("time_s", "iops"))["iops"] for r in runs}
+
+    for run in runs:
+        linear = _find(captured, "iops-steady-linear", run)
+        assert linear.axes[0].get_ylim() == (0.0, 40000.0)
+        steady = series[run][210:]  # steady_start_s = 70% of 300
+        above = int((steady > 40000).sum())
+        clip = _line(linear, "clip")
+        if above:
+            assert clip is not None and len(clip.get_ydata()) == above
+            assert set(clip.get_ydata()) == {40000.0}
+            assert f"{above} s above 40K (drawn on the top edge)" in _legend_texts(linear)
+        else:
+            assert clip is None
+        points = _line(linear, "iops")
+        assert points is not None and np.nanmax(points.get_ydata()) <= 40000
+        assert "linear scale, 0–40K" in _title(linear)
+    # the 25% OP run (steady 44K) goes above 40K: markers, not a silent cut
+    assert int((series["consistency-op25"][210:] > 40000).sum()) > 20
+
+    # Default and 25% OP: the same log decades, holding both runs
+    for name in ("iops-full-log", "iops-steady-log", "latency", "fill"):
+        lims = {run: _find(captured, name, run).axes[0].get_ylim() for run in runs}
+        assert lims["consistency-default"] == lims["consistency-op25"], name
+    lo, hi = _find(captured, "iops-full-log", runs[0]).axes[0].get_ylim()
+    both = np.concatenate(list(series.values()))
+    assert lo < both[both > 0].min() and hi > both.max()
+
+    # titles state the run's own block size and queue depth
+    assert "8 KiB random write QD16" in _title(_find(captured, "iops-full-log", runs[0]))
+    assert "8 KiB random write QD16" in _title(_find(captured, "latency", runs[0]))
+    assert "4 KiB random write QD32" in _title(_find(captured, "iops-full-log", runs[1]))
+    assert "sequential fill, 128 KiB QD32" in _title(_find(captured, "fill", runs[1]))
+
+    assert len(captured) == 2 * 5 + 1  # two consistency runs, the TRIM probes
+    for _, fig in captured:
+        assert assert_legends_clear(fig) >= 1
+        assert_no_series_clipped(fig)
+
+
+def test_chart_iops_top_comes_from_the_plan(tmp_path: Path, captured: Captured):
+    drive = _drive(tmp_path / "ssdbench")
+    for run in ("consistency-default", "consistency-op25", "trim"):
+        _set_params(drive / run, chart_iops_top=60000)
+    render_drive(drive, svg=False)
+    linear = _find(captured, "iops-steady-linear", "consistency-op25")
+    assert linear.axes[0].get_ylim() == (0.0, 60000.0)
+    assert _line(linear, "clip") is None  # 44K steady: nothing above 60K
+    assert "0–60K" in _title(linear)
+
+
+def test_presets_record_the_linear_top():
+    for name in ("review", "quick", "trim"):
+        assert preset(name).params.as_record()["chart_iops_top"] == 40000
+
+
+def test_stick_comparisons_share_one_scale(tmp_path: Path, captured: Captured):
+    root = tmp_path / "ssdbench"
+    _drive(root, model="Slow SATA", serial="A1")
+    _drive(root, model="Fast NVMe", serial="B2", fob_iops=400_000.0, steady_iops=60_000.0,
+           trim_mib_s=(2900.0, 1100.0, 2800.0))
+    render_index(root, svg=False)
+    names = {n for n, _ in captured}
+    assert {f"compare-{r}-iops-{k}" for r in ("consistency-default", "consistency-op25")
+            for k in ("full-log", "steady-log", "steady-linear")} | {"compare-trim"} == names
+    log_lims = {ax.get_ylim() for n, f in captured if n.endswith("-log") for ax in f.axes}
+    assert len(log_lims) == 1  # every panel of every run: the same decades
+    lo, hi = log_lims.pop()
+    assert lo < 1000 and hi >= 400_000 * 1.05
+    for n, f in captured:
+        if n.endswith("steady-linear"):
+            assert {ax.get_ylim() for ax in f.axes} == {(0.0, 40000.0)}
+            assert "4 KiB random write QD32" in _title(f)
+        assert assert_legends_clear(f) >= 1
+        assert_no_series_clipped(f)
+    linear = dict(captured)["compare-consistency-default-iops-steady-linear"]
+    fast = [line for ax in linear.axes for line in ax.get_lines() if line.get_gid() == "clip"]
+    assert len(fast) == 1 and np.asarray(fast[0].get_ydata()).size > 20  # only the fast drive clips
+
+
+def test_compare_panels_name_their_workload_when_runs_differ():
+    t = np.arange(100, dtype=np.float64)
+    iops = np.full(100, 30_000.0)
+    drives = [ch.DriveSeries("A", t, iops, 70.0),
+              ch.DriveSeries("B", t, iops, 70.0, ch.Workload(torture_bs="16k", iodepth=8))]
+    (_, fig), *_ = ch.compare_iops_figures("consistency-default", drives)
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert "B — 16 KiB random write QD8" in labels
+    assert "A — 4 KiB random write QD32" in labels
+    assert assert_legends_clear(fig) == 2
+
+
+def test_trim_probe_panel_holds_every_second():
+    t = np.arange(40, dtype=np.float64)
+    clean = np.full(40, 300.0)
+    clean[5] = 1200.0  # a burst 4× the mean: the panel must not cut it
+    series = {"clean": (t, clean), "after_torture": (t, np.full(40, 180.0)),
+              "after_trim": (t, np.full(40, 190.0))}
+    fig = ch.trim_figure({"clean": 322.5, "after_torture": 180.0, "after_trim": 190.0},
+                         series, title="X — trim, 0% OP", verdict="ineffective",
+                         recovery=0.07, workload=ch.Workload.from_meta(
+                             {"params": {"probe_preset": "as-ssd", "probe_gib": 1}}))
+    bars, over_time = fig.axes
+    assert over_time.get_ylim()[1] >= 1200 and bars.get_ylim() == over_time.get_ylim()
+    assert_no_series_clipped(fig)
+    assert assert_legends_clear(fig) == 1
+    labels = [t.get_text() for t in bars.texts]
+    assert "322.5 MiB/s\n338.2 MB/s" in labels
+    assert "1 GiB in 16 MiB blocks QD1" in _title(fig)
+
+
+def test_workload_from_run_json():
+    old = ch.Workload.from_meta({"params": {"block_size_fill": "1m", "iodepth": 16}})
+    assert old.probe == "sequential-write probe, 1 MiB blocks QD16"  # before probe presets
+    assert old.torture == "4 KiB random write QD16" and old.iops_top == 40000
+    recorded = ch.Workload.from_meta({
+        "params": {"probe_preset": "as-ssd", "probe_gib": 1},
+        "probes": {"block_bytes": 4 << 20, "iodepth": 2, "probe_bytes": 357_913_600}})
+    assert recorded.probe == "sequential-write probe, 341.3 MiB in 4 MiB blocks QD2"
+    junk = ch.Workload.from_meta({"params": {"iodepth": "x", "block_size_torture": 7,
+                                             "chart_iops_top": -1}, "probes": []})
+    assert junk == ch.Workload()
+    assert ch.size_text("4k") == "4 KiB" and ch.size_text("1536") == "1.5 KiB"
+    assert ch.size_text("weird") == "weird"
+
+
+def test_mb_s_and_warnings_in_summary_and_pages(tmp_path: Path):
+    root = tmp_path / "ssdbench"
+    drive = write_drive_folder(root, DriveSpec(model="W <b>", serial="W1"), duration=120,
+                               runs=("consistency-default", "trim"))
+    warning = "per-second IOPS sum 1,000 differs from the fio total 1,200 by 16.7% (> 0.5%)"
+    meta_path = drive / "consistency-default" / "run.json"
+    meta = json.loads(meta_path.read_text())
+    meta["warnings"] = [warning + " <x>"]
+    meta_path.write_text(json.dumps(meta))
+    render_drive(drive, svg=False)
+    render_index(root, svg=False)
+
+    with open(root / "summary.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        assert tuple(reader.fieldnames or ()) == SUMMARY_COLUMNS
+    assert SUMMARY_COLUMNS[:len(SUMMARY_V1)] == SUMMARY_V1  # only added at the end
+    trim = next(r for r in rows if r["run"] == "trim")
+    assert (trim["trim_clean_mib_s"], trim["trim_clean_mb_s"]) == ("315.1", "330.4")
+    assert (trim["trim_after_torture_mb_s"], trim["trim_after_trim_mb_s"]) == ("192.2", "202.7")
+    cons = next(r for r in rows if r["run"] == "consistency-default")
+    assert (cons["warnings"], trim["warnings"], cons["trim_clean_mb_s"]) == ("1", "0", "")
+
+    page = (drive / "report.html").read_text()
+    assert "315.1 MiB/s · 330.4 MB/s" in page
+    shown = html.escape(f"{warning} <x>")
+    assert f"warning: {shown}" in page and "<x>" not in page
+    index = (root / "index.html").read_text()
+    assert f"consistency-default: {shown}" in index
+    assert "trim clean mb s" in index
