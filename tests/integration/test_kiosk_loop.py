@@ -54,6 +54,7 @@ def write_config(path: Path, names: list[str], destroy: list[str], extra: str = 
         'erase_fallback = "discard"\n'
         "trim_torture_seconds = 2\n"
         "probe_gib = 0.00390625\n"  # 4 MiB
+        "trim_idle_seconds = 0\n"
     )
     return path
 

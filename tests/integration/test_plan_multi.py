@@ -31,7 +31,7 @@ def loops() -> Iterator[list[str]]:
 
 
 SETS = ["--set", "trim_torture_seconds=2", "--set", "probe_gib=0.00390625",
-        "--erase-fallback", "discard"]
+        "--set", "trim_idle_seconds=0", "--erase-fallback", "discard"]
 
 
 def test_two_drives_at_once_each_pinned(loops: list[str], tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_a_drive_that_is_gone_fails_alone(loops: list[str], tmp_path: Path) -> N
     drive = find_drive(discover(host, include_all=True), loops[0])
     gone = dataclasses.replace(drive, path="/dev/ssdbench-gone0", name="ssdbench-gone0")
     plan = build_plan("trim", sets=["trim_torture_seconds=2", "probe_gib=0.00390625",
-                                    "erase_fallback=discard"])
+                                    "trim_idle_seconds=0", "erase_fallback=discard"])
     results = tmp_path / "results"
     results.mkdir()
     outcomes = engine.run_plans(

@@ -59,6 +59,7 @@ def test_resume_keeps_finished_runs_and_redoes_the_interrupted_one(
     plan = tmp_path / "plan.toml"
     plan.write_text('name = "resume-test"\n[params]\nerase_fallback = "discard"\n'
                     "torture_seconds = 2\ntrim_torture_seconds = 6\nprobe_gib = 0.00390625\n"
+                    "trim_idle_seconds = 0\n"
                     '[[runs]]\nkind = "consistency"\n[[runs]]\nkind = "trim"\n')
     results = tmp_path / "results"
     env = dict(os.environ, PYTHONUNBUFFERED="1")

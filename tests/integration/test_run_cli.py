@@ -59,7 +59,8 @@ def test_trim_run_probes_three_phases(loop: str, tmp_path: Path) -> None:
     results = tmp_path / "results"
     code = main(["run", loop, "--destroy", name, "--run", "trim", "--erase-fallback",
                  "discard", "--quiet", "--results", str(results),
-                 "--set", "trim_torture_seconds=2", "--set", "probe_gib=0.0078125"])
+                 "--set", "trim_torture_seconds=2", "--set", "probe_gib=0.0078125",
+                 "--set", "trim_idle_seconds=0"])
     assert code == ExitCode.OK
     run_dir = only_drive_dir(results) / "trim"
     record = json.loads((run_dir / "run.json").read_text())

@@ -75,7 +75,8 @@ def test_estimate_formula_on_a_recorded_drive() -> None:
     parts = dict(est.parts)
     assert parts["trim/erase"] == 4 * 60.0  # enhanced erase time
     assert parts["trim/fill"] == pytest.approx(500e9 / 2**20 / 400)
-    assert parts["trim/probe-clean"] == pytest.approx(8 * 1024 / 400)
+    assert parts["trim/probe-clean"] == pytest.approx(1 * 1024 / 400)  # the 1 GiB AS-SSD probe
+    assert parts["trim/trim"] == 10.0 + RunParams().trim_idle_seconds  # TRIM, then 60 s idle
     assert est.seconds == pytest.approx(sum(parts.values()))
 
 

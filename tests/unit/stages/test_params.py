@@ -10,7 +10,8 @@ from ssdbench.stages.params import ParamError, RunParams, build_params, parse_se
 def test_defaults_are_the_review_values() -> None:
     p = RunParams()
     assert (p.torture_seconds, p.trim_torture_seconds, p.fill_passes, p.probe_gib) == (
-        2000, 3600, 1, 8.0)
+        2000, 3600, 1, 1.0)
+    assert (p.probe_preset, p.trim_idle_seconds) == ("as-ssd", 60)  # AS-SSD's sequential write
     assert p.effective_steady_start_s == 1400
     assert p.as_record()["steady_start_s"] == 1400
     assert RunParams(torture_seconds=600).effective_steady_start_s == 420
@@ -32,6 +33,9 @@ def test_set_values_are_converted() -> None:
     ("nonsense=1", ["unknown key 'nonsense'", "torture_seconds"]),
     ("op_percent=95", ["'op_percent'", "0 to 90"]),
     ("probe_gib=-1", ["'probe_gib'"]),
+    ("probe_preset=hdtach", ["'probe_preset'", "as-ssd or fill"]),
+    ("trim_idle_seconds=-5", ["'trim_idle_seconds'", "≥ 0"]),
+    ("trim_idle_seconds=1.5", ["'trim_idle_seconds'", "whole number"]),
 ])
 def test_bad_values_name_the_key_and_the_form(item: str, words: list[str]) -> None:
     with pytest.raises(ParamError) as info:

@@ -53,7 +53,8 @@ def _context(tmp_path: Path, identity: dict[str, Any], runner: ReplayRunner) -> 
     record = RunRecord.create(run_dir, run="trim", kind="trim", drive={"name": name},
                               target=target.record(0), params={}, tools={})
     ctx = RunContext(host=Host(runner, fs), run_dir=run_dir, drive_name=name,
-                     run_name="trim", target=target, params=RunParams(), record=record)
+                     run_name="trim", target=target, params=RunParams(trim_idle_seconds=0),
+                     record=record)
     return ctx
 
 

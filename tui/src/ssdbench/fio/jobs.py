@@ -156,10 +156,12 @@ def torture_job(
 
 
 def probe_job(target: JobTarget, *, phase: str, probe_bytes: int,
-              block_size: str = "128k") -> JobFile:
-    """Sequential incompressible write of ``probe_bytes`` from the start of the span."""
+              block_size: str = "128k", offset: int = 0) -> JobFile:
+    """Sequential incompressible write of ``probe_bytes`` from ``offset`` of the span."""
     bs = parse_block_size(block_size)
-    size = min(probe_bytes, target.span_bytes)
+    if not 0 <= offset < target.span_bytes:
+        raise ValueError(f"probe offset {offset} B is outside the span ({target.span_bytes} B)")
+    size = min(probe_bytes, target.span_bytes - offset)
     size -= size % bs
     if size <= 0:
         raise ValueError(f"probe size {probe_bytes} B is smaller than one block ({bs} B)")
@@ -167,12 +169,13 @@ def probe_job(target: JobTarget, *, phase: str, probe_bytes: int,
     options: list[tuple[str, object]] = [
         ("rw", "write"),
         ("bs", block_size),
-        ("offset", 0),
+        ("offset", offset),
         ("size", size),
         ("refill_buffers", 1),
         *_bw_log(stage),
     ]
-    text = _render(stage, target, options, f"TRIM probe {phase}, {size} bytes", True)
+    text = _render(stage, target, options,
+                   f"TRIM probe {phase}, {size} bytes at offset {offset}", True)
     return JobFile(stage, text, "write", None, size)
 
 

@@ -364,8 +364,9 @@ PROBE_PHASES = ("clean", "after_torture", "after_trim")
 
 
 def probes_csv(fio_dir: Path) -> str | None:
-    """probes.csv rows (phase, mean MiB/s, seconds, bytes) from the probes' final JSON."""
-    lines = ["phase,mib_s,seconds,bytes"]
+    """probes.csv rows (phase, mean MiB/s, seconds, bytes, offset_bytes: where the probe's
+    window starts) from the probes' final JSON."""
+    lines = ["phase,mib_s,seconds,bytes,offset_bytes"]
     for phase in PROBE_PHASES:
         report = StageFiles(fio_dir, f"probe-{phase}").report()
         if report is None:
@@ -374,7 +375,10 @@ def probes_csv(fio_dir: Path) -> str | None:
         ms = max((j.write.runtime_ms for j in report.jobs), default=0)
         seconds = ms / 1000.0
         mib_s = total_bytes / seconds / MIB if seconds > 0 else float("nan")
-        lines.append(f"{phase},{_fmt(mib_s, 3)},{seconds:.3f},{total_bytes}")
+        offsets = {j.offset_bytes for j in report.jobs}
+        offset = offsets.pop() if len(offsets) == 1 else None
+        lines.append(f"{phase},{_fmt(mib_s, 3)},{seconds:.3f},{total_bytes},"
+                     f"{'' if offset is None else offset}")
     return "\n".join(lines) + "\n" if len(lines) > 1 else None
 
 

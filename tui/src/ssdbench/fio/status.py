@@ -113,6 +113,7 @@ class FioJob:
     write: DirStats
     trim: DirStats
     planned_runtime_s: int | None = None  # time_based jobs: the runtime they were given
+    offset_bytes: int | None = None  # the job's "offset" option in bytes (None: not given)
 
     def direction(self, name: str) -> DirStats:
         return {"read": self.read, "write": self.write, "trim": self.trim}[name]
@@ -159,6 +160,12 @@ def _planned_runtime(options: object) -> int | None:
         return None
 
 
+def _offset(options: object) -> int | None:
+    """``offset`` of a job from its "job options", when it is a plain byte count."""
+    text = str(options.get("offset", "")).strip() if isinstance(options, dict) else ""
+    return int(text) if text.isdigit() else None
+
+
 def parse_report(obj: Mapping[str, Any]) -> FioReport:
     """Parse one fio JSON object (fio 3.33 … 3.42 layout); raise FioOutputError if not fio's."""
     if "jobs" not in obj or not isinstance(obj["jobs"], list):
@@ -177,6 +184,7 @@ def parse_report(obj: Mapping[str, Any]) -> FioReport:
                 write=DirStats.parse(raw.get("write")),
                 trim=DirStats.parse(raw.get("trim")),
                 planned_runtime_s=_planned_runtime(raw.get("job options")),
+                offset_bytes=_offset(raw.get("job options")),
             )
         )
     return FioReport(

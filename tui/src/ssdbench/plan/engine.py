@@ -522,5 +522,7 @@ def describe_plan(plan: Plan) -> list[str]:
     lines.append("  " + shlex.join([f"torture_seconds={p.torture_seconds}",
                                      f"trim_torture_seconds={p.trim_torture_seconds}",
                                      f"probe_gib={p.probe_gib}",
+                                     f"probe_preset={p.probe_preset}",
+                                     f"trim_idle_seconds={p.trim_idle_seconds}",
                                      f"erase_fallback={p.erase_fallback}"]))
     return lines

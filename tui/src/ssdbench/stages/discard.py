@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ssdbench.stages.base import RunContext, StageFailed, Target
+from ssdbench.stages.base import RunContext, StageCancelled, StageFailed, Target
 from ssdbench.system import CommandError, Host
 
 DISCARD_TIMEOUT_S = 4 * 3600.0
@@ -73,7 +73,8 @@ def discard_span(ctx: RunContext, stage: str) -> dict[str, Any]:
 
 @dataclass
 class TrimStage:
-    """TRIM the whole span; run.json "trim" gets the /proc/diskstats discard counters."""
+    """TRIM the whole span, then idle ``trim_idle_seconds``; run.json "trim" gets the
+    /proc/diskstats discard counters and the idle time."""
 
     name: str = "trim"
 
@@ -94,6 +95,25 @@ class TrimStage:
                          f"{rb['checked']} blocks read back non-zero after TRIM although the "
                          f"drive promises zeros ({promised})")
         ctx.record.set("trim", result)
+        result.update(idle(ctx, self.name, ctx.params.trim_idle_seconds))
+        ctx.record.set("trim", result)
+
+
+def idle(ctx: RunContext, stage: str, seconds: int) -> dict[str, Any]:
+    """Leave the drive idle for ``seconds`` (time to act on the TRIM before the "after
+    TRIM" probe), with progress every second; a cancel ends it at once."""
+    if seconds <= 0:
+        return {"idle_s": 0, "idle_measured_s": 0.0}
+    ctx.emit(stage, "running", f"idle {seconds} s: the drive gets time to act on the TRIM "
+             "before the after-TRIM probe")
+    t0 = time.monotonic()
+    while (left := t0 + seconds - time.monotonic()) > 0:
+        if ctx.cancel.wait(min(1.0, left)):
+            raise StageCancelled("cancelled during the idle after TRIM")
+        elapsed = time.monotonic() - t0
+        ctx.emit(stage, "running", fraction=min(1.0, elapsed / seconds), elapsed_s=elapsed,
+                 eta_s=max(0.0, seconds - elapsed))
+    return {"idle_s": seconds, "idle_measured_s": round(time.monotonic() - t0, 3)}
 
 
 def zero_promise(drive_json: Path) -> str | None:

@@ -1,4 +1,4 @@
-"""The fio stages: fill, torture, probe, read-scan, random read."""
+"""The fio stages: fill, torture, read-scan, random read (the TRIM probes: stages/probe.py)."""
 
 from __future__ import annotations
 
@@ -89,12 +89,6 @@ def torture_stage(seconds_key: str = "torture_seconds") -> FioStage:
             hist_coarseness=ctx.params.hist_coarseness)
 
     return FioStage("torture", make)
-
-
-def probe_stage(phase: str) -> FioStage:
-    return FioStage(f"probe-{phase}", lambda ctx: jobs.probe_job(
-        job_target(ctx), phase=phase, probe_bytes=ctx.params.probe_bytes,
-        block_size=ctx.params.block_size_fill))
 
 
 def readscan_stage() -> FioStage:

@@ -16,6 +16,8 @@ from typing import Any
 
 from ssdbench.fio.jobs import IOENGINES, parse_block_size
 
+PROBE_PRESETS = ("as-ssd", "fill")
+
 
 class ParamError(ValueError):
     """A plan value that is not acceptable; the message names the key and the form."""
@@ -29,8 +31,12 @@ class RunParams:
     """Torture before the "after torture" probe of a TRIM run (s)."""
     fill_passes: int = 1
     """Sequential fill passes over the span."""
-    probe_gib: float = 8.0
-    """Size of each TRIM probe, GiB, written from the span start (fractions allowed)."""
+    probe_gib: float = 1.0
+    """Size of each TRIM probe, GiB (fractions allowed); each probe has its own window."""
+    probe_preset: str = "as-ssd"
+    """TRIM probe shape: as-ssd (16 MiB blocks, QD1) or fill (block_size_fill, iodepth)."""
+    trim_idle_seconds: int = 60
+    """Idle time between the TRIM pass and the "after TRIM" probe (s, 0 = none)."""
     op_percent: int = 0
     """Extra over-provisioning of the run (0 = default capacity)."""
     steady_start_s: int | None = None
@@ -94,7 +100,8 @@ def _convert(key: str, value: object, source: str) -> object:
     def bad(form: str) -> ParamError:
         return ParamError(f"{source}: key {key!r}: expected {form}, got {value!r}")
 
-    if key in _POSITIVE_INT or key in ("op_percent", "hist_coarseness", "steady_start_s"):
+    if key in _POSITIVE_INT or key in ("op_percent", "hist_coarseness", "steady_start_s",
+                                       "trim_idle_seconds"):
         if isinstance(value, bool):
             raise bad("a whole number")
         if isinstance(value, str):
@@ -110,7 +117,7 @@ def _convert(key: str, value: object, source: str) -> object:
             raise bad("a percentage from 0 to 90")
         if key == "hist_coarseness" and not 0 <= value <= 6:
             raise bad("a whole number from 0 to 6")
-        if key == "steady_start_s" and value < 0:
+        if key in ("steady_start_s", "trim_idle_seconds") and value < 0:
             raise bad("a whole number of seconds ≥ 0")
         return value
     if key == "probe_gib":
@@ -134,6 +141,8 @@ def _convert(key: str, value: object, source: str) -> object:
         return value
     if key == "ioengine" and value not in IOENGINES:
         raise bad(" or ".join(IOENGINES))
+    if key == "probe_preset" and value not in PROBE_PRESETS:
+        raise bad(" or ".join(PROBE_PRESETS))
     if key == "erase_fallback" and value not in ("fail", "discard"):
         raise bad("fail or discard")
     return value

@@ -6,14 +6,9 @@ from __future__ import annotations
 from ssdbench.stages.base import Stage
 from ssdbench.stages.discard import EraseStage, TrimStage
 from ssdbench.stages.health import HealthStage
-from ssdbench.stages.measure import (
-    fill_stage,
-    probe_stage,
-    randread_stage,
-    readscan_stage,
-    torture_stage,
-)
+from ssdbench.stages.measure import fill_stage, randread_stage, readscan_stage, torture_stage
 from ssdbench.stages.partition import PartitionStage
+from ssdbench.stages.probe import probe_stage
 
 KINDS = ("consistency", "trim", "diagnose")
 
@@ -25,7 +20,8 @@ def consistency_stages(*, erase: bool = True, op_percent: int = 0) -> list[Stage
 
 
 def trim_stages(*, erase: bool = True) -> list[Stage]:
-    """erase → probe clean → fill → torture → probe after_torture → TRIM → probe after_trim."""
+    """erase → probe clean → fill → torture → probe after_torture → TRIM (and idle) →
+    probe after_trim; each probe in its own window of the span (stages/probe.py)."""
     stages: list[Stage] = [EraseStage()] if erase else []
     return [
         *stages,

@@ -80,11 +80,12 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
         span = drive.size_bytes * (100 - op) / 100
         parts.append((f"{label}/erase", erase_seconds(drive, erase_fallback)))
         fill = span * params.fill_passes / MIB / write
-        probe = min(params.probe_bytes, span) / MIB / write
+        probe = min(params.probe_bytes, span / 3) / MIB / write  # three windows
         if kind == "trim":
             parts += [(f"{label}/probe-clean", probe), (f"{label}/fill", fill),
                       (f"{label}/torture", float(params.trim_torture_seconds)),
-                      (f"{label}/probe-after_torture", probe), (f"{label}/trim", TRIM_S),
+                      (f"{label}/probe-after_torture", probe),
+                      (f"{label}/trim", TRIM_S + params.trim_idle_seconds),
                       (f"{label}/probe-after_trim", probe)]
         else:
             parts += [(f"{label}/fill", fill),
