@@ -313,6 +313,6 @@ def kiosk_config(path: Path, serial: str, *, torture_s: int = 5, on_finish: str 
         f'plan = "{plan}"\nselect = ["serial:{serial}"]\ndestroy = ["{serial}"]\n'
         f'on_finish = "{on_finish}"\n{extra}\n[params]\n'
         f"torture_seconds = {torture_s}\ntrim_torture_seconds = {torture_s}\n"
-        "probe_gib = 0.03125\nrandom_read_seconds = 5\n"
+        "probe_gib = 0.03125\nrandom_read_seconds = 5\ntrim_idle_seconds = 1\n"
     )
     return path

@@ -29,6 +29,7 @@ svg = false  # PNG only: the report takes minutes under TCG
 [params]
 trim_torture_seconds = {TORTURE_S}
 probe_gib = 0.0625
+trim_idle_seconds = 1
 erase_fallback = "discard"
 """
 # The only NVMe drive is nvme0n1 (QEMU device id nvme0); the kiosk mirrors its lines on ttyS0.
