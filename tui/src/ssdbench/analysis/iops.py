@@ -31,9 +31,11 @@ SNIA_WINDOW_ROUNDS = 5
 SNIA_RANGE_LIMIT = 0.20  # max - min <= 20% of the window mean
 SNIA_SLOPE_LIMIT = 0.10  # |slope| * (rounds - 1) <= 10% of the window mean
 
-CLIFF_FRACTION = 0.50  # below 50% of the first minute's mean ...
+CLIFF_FRACTION = 0.50  # below 50% of the plateau (the best 60-s mean) ...
 CLIFF_SUSTAIN_S = 30  # ... for a window of 30 s ...
 CLIFF_SUSTAIN_SHARE = 0.90  # ... in which at least 90% of the seconds are below
+PLATEAU_WINDOW_S = 60  # the plateau: the highest mean over 60 consecutive seconds
+EARLY_WINDOW_S = 3  # a plateau shorter than a minute: the best 3-s mean of the first minute
 
 
 def as_series(values: Any) -> FloatArray:
@@ -160,6 +162,7 @@ class SteadyState:
     window_range: float | None  # max - min of the window's rounds
     window_slope_excursion: float | None  # |slope| * (rounds - 1)
     rounds: tuple[float, ...]  # mean IOPS of every full minute
+    search_from_s: int = 0  # windows start at or after this (the cliff, when one was found)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -182,15 +185,18 @@ def _slope(y: FloatArray) -> float:
     return float((xc * (y - y.mean())).sum() / (xc * xc).sum())
 
 
-def snia_steady_state(iops: Any) -> SteadyState:
-    """The first 5-round window with range <= 20% and slope excursion <= 10% of its mean.
+def snia_steady_state(iops: Any, after_s: float = 0) -> SteadyState:
+    """The first 5-round window with range <= 20% and slope excursion <= 10% of its mean,
+    among the windows whose first round starts at or after ``after_s`` (the cliff: a
+    fresh-out-of-box plateau before it is flat but not steady).
 
     A window whose mean is 0 (a drive that stopped) or that holds a NaN round is never
     steady.
     """
     rounds = minute_rounds(iops)
     k = SNIA_WINDOW_ROUNDS
-    for i in range(0, rounds.size - k + 1):
+    first = max(0, math.ceil(after_s / ROUND_S))
+    for i in range(first, rounds.size - k + 1):
         win = rounds[i : i + k]
         if np.isnan(win).any():
             continue
@@ -208,8 +214,10 @@ def snia_steady_state(iops: Any) -> SteadyState:
                 window_range=rng,
                 window_slope_excursion=excursion,
                 rounds=tuple(float(r) for r in rounds),
+                search_from_s=first * ROUND_S,
             )
-    return SteadyState(False, None, None, None, None, None, tuple(float(r) for r in rounds))
+    return SteadyState(False, None, None, None, None, None, tuple(float(r) for r in rounds),
+                       search_from_s=first * ROUND_S)
 
 
 def sustained_drop(
@@ -236,25 +244,69 @@ def sustained_drop(
 
 @dataclass(frozen=True)
 class Cliff:
-    """Spare-area cliff: first sustained drop below 50% of the first minute's mean."""
+    """Spare-area cliff: the first sustained drop below 50% of the plateau, after the
+    plateau (docs/analysis.md)."""
 
-    reference_iops: float | None  # mean of the first 60 s (None if the run is shorter)
+    reference_iops: float | None  # the plateau level (None if the run is shorter than 60 s)
     threshold_iops: float | None
     at_s: int | None  # second where the sustained drop starts; None = not found
+    reference_start_s: int | None = None  # where the plateau's window starts
+    reference_window_s: int | None = None  # 60 (plateau) or 3 (a plateau under a minute)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+def rolling_mean(values: Any, window: int) -> FloatArray:
+    """Mean of ``values[t : t + window]`` for every ``t`` where the window fits; NaN for a
+    window holding a missing second."""
+    arr = as_series(values)
+    if window <= 0 or arr.size < window:
+        return np.empty(0, dtype=np.float64)
+    missing = np.isnan(arr)
+    csum = np.concatenate(([0.0], np.cumsum(np.where(missing, 0.0, arr))))
+    cmiss = np.concatenate(([0], np.cumsum(missing)))
+    sums = csum[window:] - csum[:-window]
+    holes = cmiss[window:] - cmiss[:-window]
+    return np.asarray(np.where(holes > 0, np.nan, sums / window), dtype=np.float64)
+
+
+def _plateau(values: FloatArray, window: int, last_start: int) -> tuple[float, int] | None:
+    """(highest ``window``-second mean, first start where it occurs) among the windows
+    starting at ``0 … last_start``; None without a positive one."""
+    means = rolling_mean(values, window)[: last_start + 1]
+    if means.size == 0 or np.isnan(means).all():
+        return None
+    start = int(np.nanargmax(means))
+    level = float(means[start])
+    return (level, start) if level > 0 else None
+
+
 def spare_area_cliff(iops: Any) -> Cliff:
+    """The plateau is the highest 60-s mean of the run; the cliff is the first sustained
+    drop below half of it at or after the plateau's start. When there is none, a plateau
+    shorter than a minute is looked for: the highest 3-s mean of the first minute, and a
+    sustained drop below half of it that starts inside the first minute."""
     arr = as_series(iops)
-    if arr.size < ROUND_S:
+    if arr.size < PLATEAU_WINDOW_S:
         return Cliff(None, None, None)
-    ref = float(np.nanmean(arr[:ROUND_S])) if not np.isnan(arr[:ROUND_S]).all() else math.nan
-    if math.isnan(ref) or ref <= 0:
-        return Cliff(_opt(ref), None, None)
-    threshold = CLIFF_FRACTION * ref
-    return Cliff(ref, threshold, sustained_drop(arr, threshold, CLIFF_SUSTAIN_S))
+    plateau = _plateau(arr, PLATEAU_WINDOW_S, arr.size - PLATEAU_WINDOW_S)
+    if plateau is None:
+        means = rolling_mean(arr, PLATEAU_WINDOW_S)
+        level = float(np.nanmax(means)) if not np.isnan(means).all() else math.nan
+        return Cliff(_opt(level), None, None)
+    level, start = plateau
+    threshold = CLIFF_FRACTION * level
+    at = sustained_drop(arr, threshold, CLIFF_SUSTAIN_S, start=start)
+    if at is None:
+        early = _plateau(arr, EARLY_WINDOW_S, ROUND_S - EARLY_WINDOW_S)
+        if early is not None:
+            early_at = sustained_drop(arr, CLIFF_FRACTION * early[0], CLIFF_SUSTAIN_S,
+                                      start=early[1])
+            if early_at is not None and early_at < ROUND_S:
+                return Cliff(early[0], CLIFF_FRACTION * early[0], early_at, early[1],
+                             EARLY_WINDOW_S)
+    return Cliff(level, threshold, at, start, PLATEAU_WINDOW_S)
 
 
 @dataclass(frozen=True)
@@ -284,7 +336,8 @@ class IopsAnalysis:
 
 
 def analyse_iops(iops: Any, steady_start_s: float | None = None) -> IopsAnalysis:
-    """Whole-run and steady-window statistics, stalls, SNIA steady state and the cliff.
+    """Whole-run and steady-window statistics, stalls, the cliff, and SNIA steady state
+    searched from the cliff on (from the start when there is no cliff).
 
     ``steady_start_s`` None: :func:`default_steady_start` of the series' length.
     """
@@ -293,6 +346,7 @@ def analyse_iops(iops: Any, steady_start_s: float | None = None) -> IopsAnalysis
     if start < 0:
         raise ValueError(f"steady_start_s must be >= 0, got {start}")
     steady = series_stats(arr[_steady_slice(arr.size, start)])
+    cliff = spare_area_cliff(arr)
     return IopsAnalysis(
         duration_s=int(arr.size),
         missing_seconds=int(np.isnan(arr).sum()),
@@ -300,6 +354,6 @@ def analyse_iops(iops: Any, steady_start_s: float | None = None) -> IopsAnalysis
         whole=series_stats(arr),
         steady=steady,
         stalls=stalls(arr, start, steady.mean),
-        steady_state=snia_steady_state(arr),
-        cliff=spare_area_cliff(arr),
+        steady_state=snia_steady_state(arr, after_s=cliff.at_s or 0),
+        cliff=cliff,
     )
