@@ -150,12 +150,13 @@ def _stats_rows(run: RunAnalysis) -> str:
                                            if s.longest_zero_run_start_s is not None else ""))),
         (low_label + ", whole run", s.low_seconds),
         (low_label + ", steady window", s.steady_low_seconds),
-        ("SNIA PTS steady state (5 × 60 s rounds)", Markup(
+        ("SNIA PTS steady state (5 × 60 s rounds, searched after the cliff)", Markup(
             f"reached at {ss.at_s} s (rounds {ss.first_round}–{(ss.first_round or 0) + 4}, "
             f"mean {ss.window_mean:,.0f} IOPS)" if ss.reached and ss.window_mean is not None
-            else "not reached")),
-        ("spare-area cliff (sustained < 50% of the first minute)", Markup(
-            f"{c.at_s} s (first minute {c.reference_iops:,.0f} IOPS)"
+            else f"not reached (searched from {ss.search_from_s} s)")),
+        ("spare-area cliff (sustained < 50% of the plateau)", Markup(
+            f"{c.at_s} s (plateau {c.reference_iops:,.0f} IOPS, best {c.reference_window_s} s "
+            f"from t = {c.reference_start_s} s)"
             if c.at_s is not None and c.reference_iops is not None else "not found")),
         ("missing seconds (no value)", it.missing_seconds),
     ])
