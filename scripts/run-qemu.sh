@@ -6,9 +6,12 @@
 #                          copy, WORKDIR/stick.img, so the image itself never changes
 #     --workdir DIR        drives, stick copy, serial log, QMP socket, results (default build/qemu)
 #     --uefi               OVMF instead of SeaBIOS (legacy BIOS)
-#     --nvme SPEC          an NVMe drive; SPEC = SIZE|file=PATH [,serial=S]  (repeatable)
-#     --sata SPEC          an AHCI SATA disk; SPEC = SIZE|file=PATH [,serial=S][,model=M]
+#     --nvme SPEC          an NVMe drive; SPEC = SIZE|file=PATH|nbd=SOCKET [,serial=S]  (repeatable)
+#     --sata SPEC          an AHCI SATA disk; SPEC = SIZE|file=PATH|nbd=SOCKET [,serial=S][,model=M]
 #                          SIZE drives are new sparse files WORKDIR/nvme0.img, sata0.img, ...
+#                          nbd=SOCKET (NVMe too): an NBD server's export on a unix socket,
+#                          e.g. a simulated SSD (scripts/simdrive start); discard=unmap, so
+#                          TRIM, Format NVM and write-zeroes reach the server
 #     --entry ID           boot menu entry without a keystroke: interactive, kiosk, diagnose,
 #                          serial, safe (written to the stick's grubenv; menu timeout 0)
 #     --append ARGS        extra kernel arguments (through grubenv)
@@ -163,26 +166,35 @@ fi
 # Drives.
 qemu_drives=()
 add_drive() { # kind index spec
-    local kind=$1 i=$2 spec=$3 size= file= serial= model= part
+    local kind=$1 i=$2 spec=$3 size= file= nbd= serial= model= part
     IFS=, read -ra parts <<<"$spec"
     for part in "${parts[@]}"; do
         case $part in
         file=*) file=${part#file=} ;;
+        nbd=*) nbd=${part#nbd=} ;;
         serial=*) serial=${part#serial=} ;;
         model=*) model=${part#model=} ;;
         *=*) die "--$kind: unknown key in $part" ;;
         *) size=$part ;;
         esac
     done
-    if [[ -z $file ]]; then
-        [[ -n $size ]] || die "--$kind $spec: give a SIZE or file=PATH"
-        file=$work/$kind$i.img
-        rm -f "$file"
-        truncate -s "$size" "$file"
-    fi
-    [[ -f $file ]] || die "--$kind: no file $file"
     local id=$kind$i
-    qemu_drives+=(-drive "if=none,id=$id-blk,file=$file,format=raw,discard=unmap,cache=unsafe")
+    if [[ -n $nbd ]]; then
+        # The NBD server decides the size; QEMU's NBD client sends TRIM for discards and
+        # write-zeroes without NO_HOLE only with discard=unmap (the default drops both).
+        [[ -z $file && -z $size ]] || die "--$kind $spec: nbd= takes no SIZE or file="
+        [[ -S $nbd ]] || die "--$kind: no NBD server socket $nbd"
+        qemu_drives+=(-drive "if=none,id=$id-blk,driver=nbd,server.type=unix,server.path=$nbd,discard=unmap")
+    else
+        if [[ -z $file ]]; then
+            [[ -n $size ]] || die "--$kind $spec: give a SIZE, file=PATH or nbd=SOCKET"
+            file=$work/$kind$i.img
+            rm -f "$file"
+            truncate -s "$size" "$file"
+        fi
+        [[ -f $file ]] || die "--$kind: no file $file"
+        qemu_drives+=(-drive "if=none,id=$id-blk,file=$file,format=raw,discard=unmap,cache=unsafe")
+    fi
     case $kind in
     nvme)
         [[ -z $model ]] || die "--nvme: QEMU 7.2's NVMe controller has a fixed model (QEMU NVMe Ctrl)"
