@@ -101,6 +101,12 @@ def assert_legends_clear(fig: Figure) -> int:
             inside = ((xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1)
                       & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1))
             assert not inside.any(), (line.get_label(), _title(fig))
+    for ax in fig.axes:  # panel names stay clear of the panel above
+        for text in ax.texts:
+            for other in fig.axes:
+                if other is not ax and text.get_text().strip():
+                    assert not text.get_window_extent(renderer).overlaps(
+                        other.get_window_extent(renderer)), text
     return len(legends)
 
 
@@ -230,13 +236,20 @@ def test_stick_comparisons_share_one_scale(tmp_path: Path, captured: Captured):
 def test_compare_panels_name_their_workload_when_runs_differ():
     t = np.arange(100, dtype=np.float64)
     iops = np.full(100, 30_000.0)
-    drives = [ch.DriveSeries("A", t, iops, 70.0),
-              ch.DriveSeries("B", t, iops, 70.0, ch.Workload(torture_bs="16k", iodepth=8))]
-    (_, fig), *_ = ch.compare_iops_figures("consistency-default", drives)
-    labels = [t.get_text() for ax in fig.axes for t in ax.texts]
-    assert "B — 16 KiB random write QD8" in labels
-    assert "A — 4 KiB random write QD32" in labels
-    assert assert_legends_clear(fig) == 2
+    iops[75:85] = 90_000.0  # steady seconds above 40K: a third, long legend entry
+    iops[90] = 0.0
+    a, b = "Samsung SSD 870 EVO 1TB S6PTNX0R123456", "loop2 (loop device)"
+    drives = [ch.DriveSeries(a, t, iops, 70.0),
+              ch.DriveSeries(b, t, iops, 70.0, ch.Workload(torture_bs="16k", iodepth=8))]
+    figs = ch.compare_iops_figures("consistency-default", drives)
+    assert len(figs) == 3
+    for _, fig in figs:
+        labels = [t.get_text() for ax in fig.axes for t in ax.texts]
+        assert f"{b} — 16 KiB random write QD8" in labels
+        assert f"{a} — 4 KiB random write QD32" in labels
+        assert "per-drive workload in each panel" in _title(fig)
+        assert assert_legends_clear(fig) == 2
+        assert_no_series_clipped(fig)
 
 
 def test_trim_probe_panel_holds_every_second():

@@ -54,10 +54,13 @@ def analyse_run(run_dir: Path) -> RunAnalysis:
 
 
 def _label(identity: dict[str, Any], fallback: str) -> str:
+    """Model and serial; a drive without them (a loop device) by its kernel name."""
+    from ssdbench.report.html import drive_label
+
     model = identity.get("model")
     serial = identity.get("serial")
     text = " ".join(str(x) for x in (model, serial) if x)
-    return text or fallback
+    return text or drive_label(identity, fallback)
 
 
 @dataclass(frozen=True)

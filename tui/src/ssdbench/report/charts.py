@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-    from matplotlib.legend import Legend
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -263,15 +262,15 @@ def _panel_label(ax: Axes, text: str, fontsize: float = 12) -> Artist:
 
 def _legend_above(ax: Axes, *, handles: Sequence[Any] | None = None,
                   labels: Sequence[str] | None = None, reserve_px: float = 0.0,
-                  span_px: float | None = None) -> Legend | None:
+                  span_px: float | None = None, adjust: bool = True) -> int:
     """The legend in one row right-aligned just above the axes (outside them, so it never
     covers a point); when that row would be wider than the axes (less ``reserve_px`` kept
     for a panel label, or ``span_px`` when the legend may span several panels) it wraps into
-    rows and the axes move down to make room."""
+    rows and (``adjust``) the axes move down to make room. Returns the number of rows."""
     if handles is None or labels is None:
         handles, labels = ax.get_legend_handles_labels()
     if not handles:
-        return None
+        return 0
     fig = _fig(ax)
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     width = span_px if span_px is not None else ax.get_window_extent(renderer).width
@@ -289,9 +288,9 @@ def _legend_above(ax: Axes, *, handles: Sequence[Any] | None = None,
             break
     assert legend is not None
     rows = math.ceil(len(handles) / ncol)
-    if rows > 1:
+    if rows > 1 and adjust:
         fig.subplots_adjust(top=fig.subplotpars.top - (rows - 1) * 0.22 / fig.get_figheight())
-    return legend
+    return rows
 
 
 def _render(fig: Figure, name: str, svg: bool = True) -> Chart:
@@ -509,6 +508,8 @@ def trim_figure(means: Mapping[str, float],
                 workload: Workload | None = None) -> Figure:
     """Probe means as bars (MiB/s and MB/s) and the probes over time; both panels share a
     y range that holds every per-second value."""
+    from matplotlib.ticker import MaxNLocator
+
     fig, axes = _figure(ncols=2)
     ax = axes[0, 0]
     phases = [p for p in PHASE_LABELS if p in means]
@@ -538,6 +539,7 @@ def trim_figure(means: Mapping[str, float],
         ax2.text(0.5, 0.04, "each probe took under two seconds: one sample each",
                  transform=ax2.transAxes, ha="center", fontsize=11, color="#555555")
     ax2.set_ylim(0, top)
+    ax2.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole seconds, even for one
     ax2.set_xlabel("Time (s)", fontsize=12)
     ax2.set_ylabel("Write throughput (MiB/s)", fontsize=12)
     label = _panel_label(ax2, "probes over time", fontsize=13)
@@ -576,24 +578,35 @@ def compare_iops_figures(run: str, drives: Sequence[DriveSeries], *,
     scale = scale or log_scale(*(d.iops for d in drives))
     top = linear_top or max(d.workload.iops_top for d in drives)
     end = max((float(d.t[-1] + 1) for d in drives if d.t.size), default=1.0)
-    gap = ROW_IN + 0.15
-    height = max(HEIGHT_IN, 1.8 + 2.3 * n + gap * (n - 1))
     loads = {d.workload.torture for d in drives}
     common = next(iter(loads)) if len(loads) == 1 else "per-drive workload in each panel"
+    steady_from = min(d.steady_start_s for d in drives)
     out = []
     for kind in ("full-log", "steady-log", "steady-linear"):
-        fig, axes = _figure(height_in=height, nrows=n, sharex=True, panel_gap_in=gap)
-        steady_from = min(d.steady_start_s for d in drives)
-        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-        for ax, d in zip(axes[:, 0], drives, strict=True):
-            sel = np.ones(d.t.size, bool) if kind == "full-log" else d.t >= d.steady_start_s
-            linear = kind == "steady-linear"
-            _iops_points(ax, d.t[sel], d.iops[sel], None if linear else scale,
-                         linear_top=top if linear else None, label="IOPS", marker_size=2.0)
-            text = d.label if len(loads) == 1 else f"{d.label} — {d.workload.torture}"
-            label = _panel_label(ax, text)
-            ax.set_ylabel("IOPS", fontsize=11)
-            _legend_above(ax, reserve_px=label.get_window_extent(renderer).width + 20)
+        rows = 1
+        while True:  # a legend that wraps beside a long panel name: redo with taller gaps
+            gap = ROW_IN * rows + 0.15
+            height = max(HEIGHT_IN, 1.5 + ROW_IN * rows + 2.3 * n + gap * (n - 1))
+            fig, axes = _figure(height_in=height, nrows=n, sharex=True, header_rows=rows,
+                                panel_gap_in=gap)
+            renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+            need = 1
+            for ax, d in zip(axes[:, 0], drives, strict=True):
+                sel = np.ones(d.t.size, bool) if kind == "full-log" \
+                    else d.t >= d.steady_start_s
+                linear = kind == "steady-linear"
+                _iops_points(ax, d.t[sel], d.iops[sel], None if linear else scale,
+                             linear_top=top if linear else None, label="IOPS",
+                             marker_size=2.0)
+                text = d.label if len(loads) == 1 else f"{d.label} — {d.workload.torture}"
+                label = _panel_label(ax, text)
+                ax.set_ylabel("IOPS", fontsize=11)
+                need = max(need, _legend_above(
+                    ax, reserve_px=label.get_window_extent(renderer).width + 20,
+                    adjust=False))
+            if need <= rows:
+                break
+            rows = need
         axes[-1, 0].set_xlim(0 if kind == "full-log" else steady_from, end)
         axes[-1, 0].set_xlabel("Time (s)", fontsize=12)
         what = {"full-log": "whole run, log scale", "steady-log": "steady window, log scale",

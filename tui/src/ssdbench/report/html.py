@@ -208,9 +208,11 @@ def _trim_html(run: RunAnalysis, meta: dict[str, Any]) -> str:
 
 
 def _dict_rows(d: Any) -> list[tuple[str, Any]]:
+    """Recorded values as they are (a probe_gib of 0.03 is not rounded to 0.0)."""
     if not isinstance(d, dict):
         return []
-    return [(str(k), Markup(esc(json.dumps(v))) if isinstance(v, dict | list) else v)
+    return [(str(k), Markup(esc(json.dumps(v))) if isinstance(v, dict | list)
+             else Markup(esc(f"{v:g}")) if isinstance(v, float) and math.isfinite(v) else v)
             for k, v in d.items()]
 
 
