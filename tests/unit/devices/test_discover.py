@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from ssdbench.commands.list import human_size
 from ssdbench.devices import DriveNotFound, discover, find_drive
 from ssdbench.devices.bundle import FSRecord, ReplayFS, ReplayRunner
 from ssdbench.devices.lsblk import BLKID_ARGV, LSBLK_ARGV
@@ -140,13 +141,14 @@ def test_one_tool_failing_keeps_the_other_drives() -> None:
     assert m.runner.calls.count(("smartctl", "-j", "-x", "/dev/sdb")) == 0
 
 
-def nvme_machine(id_ctrl: dict[str, object], transport: str = "pcie") -> FakeMachine:
+def nvme_machine(id_ctrl: dict[str, object], transport: str = "pcie",
+                 nvme_list: str = "nvme/nvme-list-json_v1x-simple_seagate-firecuda530-x2.json",
+                 ) -> FakeMachine:
     m = FakeMachine()
     m.disk("nvme0n1", NVME_SYS, major=259, sectors=2000)
     m.fs.files["/sys/class/nvme/nvme0/transport"] = transport + "\n"
     m.fs.files["/sys/block/nvme0n1/nsid"] = "1\n"
-    m.runner.add(["nvme", "list", "-o", "json"], stdout=fixture_text(
-        "nvme/nvme-list-json_v1x-simple_seagate-firecuda530-x2.json"))
+    m.runner.add(["nvme", "list", "-o", "json"], stdout=fixture_text(nvme_list))
     m.runner.add(["nvme", "id-ctrl", "/dev/nvme0", "-o", "json"], stdout=json.dumps(id_ctrl))
     m.runner.add(["nvme", "id-ns", "/dev/nvme0n1", "-o", "json"], stdout=json.dumps({
         "nsze": 2000, "ncap": 2000, "nuse": 0, "flbas": 0, "dlfeat": 1,
@@ -191,6 +193,34 @@ def test_nvme_id_ctrl_failure_falls_back_to_nvme_list() -> None:
     assert d.serial == "XXX00YYY" and d.nvme is None
     assert d.erase_refusal == ("no-identify",)
     assert any("INVALID_OPCODE" in p.message for p in d.problems)
+
+
+NEGATIVE_LIST = "nvme/DERIVED_nvme-list-json_v2x-early_seagate-firecuda530-x2_negative-sizes.json"
+
+
+def test_negative_nvme_list_sizes_are_never_used_and_are_reported() -> None:
+    (d,) = discover(nvme_machine(PM1733, nvme_list=NEGATIVE_LIST).finish())
+    assert d.size_bytes == 2000 * 512  # sysfs
+    (p,) = [p for p in d.problems if p.tool == "nvme list"]
+    assert p.kind == "implausible" and "-2147483648" in p.message
+
+
+def test_size_without_sysfs_falls_back_to_id_ns_then_unknown() -> None:
+    m = nvme_machine(PM1733)
+    m.fs.files["/sys/block/nvme0n1/size"] = None  # unreadable
+    (d,) = discover(m.finish(), include_all=True)
+    assert d.size_bytes == 2000 * 512  # id-ns: nsze 2000 x 512-byte LBAs
+    m = FakeMachine()
+    m.disk("nvme0n1", NVME_SYS, major=259)
+    m.fs.files["/sys/block/nvme0n1/size"] = None
+    m.fs.files["/sys/class/nvme/nvme0/transport"] = "pcie\n"
+    m.runner.add(["nvme", "list", "-o", "json"], stdout=fixture_text(NEGATIVE_LIST))
+    m.runner.add(["nvme", "id-ctrl", "/dev/nvme0", "-o", "json"], stdout=json.dumps(PM1733))
+    m.runner.add(["nvme", "id-ns", "/dev/nvme0n1", "-o", "json"], returncode=1)
+    smart_missing(m, "/dev/nvme0n1")
+    (d,) = discover(m.finish(), include_all=True)
+    assert d.size_bytes == 0  # unknown: never the negative value nvme list printed
+    assert human_size(d.size_bytes) == "unknown"
 
 
 def test_safety_mounted_swap_holder_results_and_boot_hint() -> None:

@@ -95,16 +95,80 @@ def test_list_v1x_fabrics_target() -> None:
     assert e.size_bytes == 268435456000
 
 
-def test_list_negative_size_is_recomputed() -> None:
-    # Early nvme-cli 2.x printed sizes of large drives as negative numbers: take the
-    # FireCuda output and put in such a value.
-    obj = json.loads(fixture_text("nvme/nvme-list-json_v1x-simple_seagate-firecuda530-x2.json"))
-    obj["Devices"][0]["PhysicalSize"] = -294180864
-    obj["Devices"][0]["UsedBytes"] = -294180864
+def test_list_early_2x_negative_sizes_are_not_used() -> None:
+    # nvme-cli 2.x before the uint32 JSON fix: PhysicalSize/UsedBytes -2147483648 and a
+    # MaximumLBA wrapped to 32 bits (DERIVED from the real FireCuda 4 TB output)
+    entries = parse_nvme_list_json(fixture_text(
+        "nvme/DERIVED_nvme-list-json_v2x-early_seagate-firecuda530-x2_negative-sizes.json"))
+    assert [e.path for e in entries] == ["/dev/nvme0n1", "/dev/nvme1n1"]
+    for e in entries:
+        assert e.serial.startswith("XXX0") and e.model.startswith("Seagate FireCuda 530")
+        assert (e.size_bytes, e.used_bytes, e.maximum_lba) == (None, None, None)
+        assert e.sector_size == 512 and not e.size_recomputed
+        assert "-2147483648" in e.size_problem and "-775897424" in e.size_problem
+
+
+def test_list_wrapped_positive_maximum_lba_is_not_used_either() -> None:
+    # a 7.68 TB PM1733 (15002931888 LBAs) wraps to MaximumLBA 2118030000: positive and
+    # plausible-looking (1.08 TB), but wrong; the negative PhysicalSize beside it gives it away
+    (e,) = parse_nvme_list_json(fixture_text(
+        "nvme/DERIVED_nvme-list-json_v2x-early_samsung-PM1733-7.68T_wrapped-maxlba.json"))
+    assert e.serial == "S5RTNC0T104269"
+    assert e.size_bytes is None and e.maximum_lba is None and e.used_bytes is None
+    assert "2118030000" in e.size_problem
+
+
+def test_list_missing_size_is_recomputed_and_overflowed_values_are_not_sizes() -> None:
+    text = fixture_text("nvme/nvme-list-json_v1x-simple_seagate-firecuda530-x2.json")
+    obj = json.loads(text)
+    del obj["Devices"][0]["PhysicalSize"]
     e = parse_nvme_list_json(json.dumps(obj))[0]
-    assert e.size_recomputed
-    assert e.size_bytes == 7814037168 * 512
-    assert e.used_bytes is None
+    assert e.size_recomputed and e.size_bytes == 7814037168 * 512 and not e.size_problem
+    # the same -2147483648 printed as an unsigned 64-bit number: beyond any drive (1 EiB)
+    obj = json.loads(text)
+    obj["Devices"][0]["PhysicalSize"] = 2**64 - 2**31
+    e = parse_nvme_list_json(json.dumps(obj))[0]
+    assert e.size_bytes is None and e.size_problem
+    # a negative MaximumLBA beside a missing size: no size, not a negative one
+    obj = json.loads(text)
+    del obj["Devices"][0]["PhysicalSize"]
+    obj["Devices"][0]["MaximumLBA"] = -775897424
+    e = parse_nvme_list_json(json.dumps(obj))[0]
+    assert e.size_bytes is None and e.maximum_lba is None and "MaximumLBA" in e.size_problem
+    # the real, sane outputs are untouched
+    assert all(not e.size_problem for e in parse_nvme_list_json(text))
+
+
+def test_id_ctrl_text_with_a_missing_line_parses_what_is_there() -> None:
+    c = parse_id_ctrl_text(fixture_text(
+        "nvme/DERIVED_nvme-id-ctrl_skhynix-PC401-256G_nvmecli1x_no-oacs-line.txt"))
+    assert (c.model, c.serial, c.firmware) == (
+        "PC401 NVMe SK hynix 256GB", "MS92N171312902J0N", "80007E00")
+    assert (c.sanicap, c.oncs, c.nn) == (0, 0x1F, 1)  # the lines that are there
+    assert c.missing == ("oacs",)
+    assert c.oacs == 0 and not c.format_supported  # no oacs: no format on a guess
+    full = parse_id_ctrl_text(fixture_text("nvme/nvme-id-ctrl_skhynix-PC401-256G_nvmecli1x.txt"))
+    assert full.missing == () and full.format_supported
+
+
+def test_id_ctrl_text_cut_short_keeps_the_identity() -> None:
+    # the real PM1733 -H output cut after its first lines (a capture pasted half)
+    text = fixture_text("nvme/nvme-id-ctrl-H_samsung-PM1733-MZWLJ7T6HALA-7.68T_annotated.txt")
+    head = "\n".join(text.splitlines()[:6]) + "\n"
+    assert "oacs" not in head and "sn " in head
+    c = parse_id_ctrl_text(head)
+    assert (c.serial, c.model) == ("S5RTNC0T104269", "SAMSUNG MZWLJ7T6HALA-00AU3")
+    assert "oacs" in c.missing and "tnvmcap" in c.missing and c.tnvmcap is None
+    assert not (c.format_supported or c.sanitize_block or c.sanitize_crypto)
+    with pytest.raises(ParseError, match="neither an 'sn' nor an 'mn'"):
+        parse_id_ctrl_text("NVMe status: INVALID_OPCODE\n")
+
+
+def test_id_ns_negative_nsze_is_an_error_not_a_size() -> None:
+    with pytest.raises(ParseError, match="negative nsze"):
+        parse_id_ns_json(json.dumps({"nsze": -1551816016, "flbas": 0,
+                                     "lbafs": [{"ms": 0, "ds": 9, "rp": 0}]}),
+                         nsid=1, name="nvme0n1")
 
 
 def test_list_nested_tree_of_2_11() -> None:

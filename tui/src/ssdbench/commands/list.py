@@ -33,6 +33,8 @@ def register(subparsers: Any) -> None:
 
 
 def human_size(n: int) -> str:
+    if n <= 0:
+        return "unknown"  # no size from sysfs, id-ns or a sane nvme list
     for unit, div in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
         if n >= div:
             return f"{n / div:.1f} {unit}"

@@ -47,6 +47,7 @@ from ssdbench.devices.nvme import (
     parse_id_ctrl_json,
     parse_id_ns_json,
     parse_nvme_list_json,
+    sane_size,
 )
 from ssdbench.devices.smart import (
     SMARTCTL_FATAL_BITS,
@@ -368,8 +369,16 @@ def discover(host: Host, *, include_all: bool = False) -> list[Drive]:
             probe.problems.extend(ctrl_problems.get(nvme_ctrl_name, []))
             probe.problems.extend(ns_problems.get(name, []))
             entry = nvme_list.get(name)
+            if entry is not None and entry.size_problem:
+                probe.problems.append(ToolProblem("nvme list", "implausible",
+                                                  entry.size_problem))
+            if size <= 0:  # no size in sysfs: id-ns, then nvme list, else unknown (0)
+                ns_size = namespaces[name].size_bytes if name in namespaces else None
+                size = (sane_size(ns_size) or sane_size(entry.size_bytes if entry else None)
+                        or 0)
             if ctrl is not None:
-                model, serial, firmware = ctrl.model, ctrl.serial, ctrl.firmware
+                model = ctrl.model or model
+                serial, firmware = ctrl.serial or serial, ctrl.firmware or firmware
                 trim_device = ctrl.dsm_supported
                 ns_of_ctrl = tuple(
                     namespaces[n] for n in nvme_names

@@ -184,6 +184,7 @@ class NvmeController:
     unvmcap: int | None
     cntlid: int | None = None
     ver: int | None = None
+    missing: tuple[str, ...] = ()  # plain id-ctrl: lines that were absent (defaults used)
 
     # OACS
     @property

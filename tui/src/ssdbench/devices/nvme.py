@@ -9,8 +9,17 @@ Layouts handled (nvme-cli 1.x .. 2.15):
   separators); trailing ``# comment`` annotations are ignored.
 * `list -o json`: 1.x flat ``Devices`` with ``Index``/``ProductName``; 2.0-2.4 without them;
   2.5+ with ``GenericPath``; 2.11-2.12 a nested tree Devices -> Subsystems -> Controllers ->
-  Namespaces.  Early 2.x printed negative sizes for large drives: a negative or missing
-  size is recomputed from ``MaximumLBA x SectorSize``.
+  Namespaces.  Early 2.x (2.2.1 is a reported one; fixed by "nvme-print: Serialize
+  uint32_t types correctly") squeezed 64-bit values into 32-bit JSON integers: a
+  multi-TB drive gets PhysicalSize and UsedBytes of -2147483648 and a wrapped MaximumLBA
+  (negative, or positive and wrong). So a
+  negative or absurd PhysicalSize makes every size of that namespace unknown (None, with
+  ``size_problem`` saying why); only a *missing* PhysicalSize is recomputed from
+  ``MaximumLBA x SectorSize``. Discovery takes the size from sysfs, then id-ns.
+* plain id-ctrl with lines missing (a truncated capture, an older nvme-cli): what is there
+  is parsed; an absent ``mn``/``fr`` is "", an absent number 0 (so an absent ``oacs`` means
+  no format support: nothing is erased on a guess), and ``NvmeController.missing`` names
+  them. Only text with neither an ``sn`` nor an ``mn`` line is refused.
 """
 
 from __future__ import annotations
@@ -41,6 +50,16 @@ def to_int(value: object, what: str = "value") -> int:
     raise ParseError(f"{what}: expected an integer, got {value!r}")
 
 
+# Larger than any drive (1 EiB): a value above it is an overflow, not a size.
+MAX_SANE_BYTES = 2**60
+MAX_SECTOR_BYTES = 2**16
+
+
+def sane_size(value: int | None) -> int | None:
+    """``value`` when it can be a drive's size in bytes (1 … 1 EiB), else None."""
+    return value if value is not None and 0 < value <= MAX_SANE_BYTES else None
+
+
 def _opt_int(obj: Mapping[str, Any], key: str) -> int | None:
     if key not in obj or obj[key] is None:
         return None
@@ -57,8 +76,14 @@ def load_json_object(text: str, tool: str) -> dict[str, Any]:
     return data
 
 
-def _controller(obj: Mapping[str, Any], tool: str) -> NvmeController:
-    missing = [k for k in ("sn", "mn", "fr", "oacs") if k not in obj]
+def _capacity(value: int | None) -> int | None:
+    """tnvmcap/unvmcap: bytes, 0 allowed; a negative or overflowed value is unknown."""
+    return value if value is not None and 0 <= value <= MAX_SANE_BYTES else None
+
+
+def _controller(obj: Mapping[str, Any], tool: str,
+                missing_ok: tuple[str, ...] = ()) -> NvmeController:
+    missing = [k for k in ("sn", "mn", "fr", "oacs") if k not in obj and k not in missing_ok]
     if missing:
         raise ParseError(f"{tool}: missing {', '.join(missing)}")
 
@@ -67,19 +92,20 @@ def _controller(obj: Mapping[str, Any], tool: str) -> NvmeController:
         return default if v is None else v
 
     return NvmeController(
-        model=str(obj["mn"]).strip(),
-        serial=str(obj["sn"]).strip(),
-        firmware=str(obj["fr"]).strip(),
+        model=str(obj.get("mn", "")).strip(),
+        serial=str(obj.get("sn", "")).strip(),
+        firmware=str(obj.get("fr", "")).strip(),
         vid=num("vid"),
         oacs=num("oacs"),
         fna=num("fna"),
         sanicap=num("sanicap"),
         oncs=num("oncs"),
         nn=num("nn"),
-        tnvmcap=_opt_int(obj, "tnvmcap"),
-        unvmcap=_opt_int(obj, "unvmcap"),
+        tnvmcap=_capacity(_opt_int(obj, "tnvmcap")),
+        unvmcap=_capacity(_opt_int(obj, "unvmcap")),
         cntlid=_opt_int(obj, "cntlid"),
         ver=_opt_int(obj, "ver"),
+        missing=tuple(k for k in _TEXT_FIELDS if k not in obj),
     )
 
 
@@ -91,6 +117,8 @@ def parse_id_ctrl_json(text: str) -> NvmeController:
 # nvme-cli 1.x plain id-ctrl prints `ver` in hex without 0x ("10200" = 1.2.0); the
 # fields below are hex when they carry an 0x prefix, or hex-without-prefix in 1.x.
 _HEX_WITHOUT_PREFIX = {"ver", "rtd3r", "rtd3e", "ieee"}
+# the id-ctrl lines ssdbench uses; a plain-text capture may lack any of them
+_TEXT_FIELDS = ("sn", "mn", "fr", "vid", "oacs", "fna", "sanicap", "oncs", "nn", "tnvmcap")
 
 
 def parse_id_ctrl_text(text: str) -> NvmeController:
@@ -104,8 +132,9 @@ def parse_id_ctrl_text(text: str) -> NvmeController:
         key, value = m.group(1), m.group(2).strip()
         if key not in fields:
             fields[key] = value
-    if "sn" not in fields:
-        raise ParseError("nvme id-ctrl: no 'sn' line (not nvme id-ctrl output?)")
+    if "sn" not in fields and "mn" not in fields:
+        raise ParseError("nvme id-ctrl: neither an 'sn' nor an 'mn' line "
+                         "(not nvme id-ctrl output?)")
     obj: dict[str, Any] = {}
     for key, value in fields.items():
         if key in ("sn", "mn", "fr", "subnqn", "fguid"):
@@ -121,7 +150,7 @@ def parse_id_ctrl_text(text: str) -> NvmeController:
                 obj[key] = to_int(first, key)
             except ParseError:
                 continue
-    return _controller(obj, "nvme id-ctrl")
+    return _controller(obj, "nvme id-ctrl", missing_ok=_TEXT_FIELDS)
 
 
 def parse_id_ns_json(text: str, *, nsid: int, name: str) -> NvmeNamespace:
@@ -145,6 +174,8 @@ def parse_id_ns_json(text: str, *, nsid: int, name: str) -> NvmeNamespace:
                 relative_performance=to_int(f.get("rp", 0), "lbafs.rp"),
             )
         )
+    if to_int(obj["nsze"], "nsze") < 0:
+        raise ParseError(f"nvme id-ns: negative nsze {obj['nsze']!r}")
     flbas = to_int(obj["flbas"], "flbas")
     index = (flbas & 0x0F) | (((flbas >> 5) & 0x03) << 4 if len(formats) > 16 else 0)
     return NvmeNamespace(
@@ -175,7 +206,8 @@ class NvmeListEntry:
     maximum_lba: int | None
     product: str  # 1.x ProductName ("NULL" for fabrics targets), else ""
     transport: str  # 2.11+ nested tree only
-    size_recomputed: bool  # the printed size was negative/missing: MaximumLBA x SectorSize
+    size_recomputed: bool  # PhysicalSize was missing: MaximumLBA x SectorSize
+    size_problem: str = ""  # why the printed sizes were not used ("" when they were)
 
 
 _CTRL_KEYS = ("ModelNumber", "SerialNumber", "Firmware", "Transport", "ProductName")
@@ -225,15 +257,25 @@ def parse_nvme_list_json(text: str) -> list[NvmeListEntry]:
         nsid_raw = ns.get("NSID", name if isinstance(name, int) else None)
         nsid = None if nsid_raw is None else to_int(nsid_raw, "NSID")
         sector = _opt_int(ns, "SectorSize")
+        if sector is not None and not 0 < sector <= MAX_SECTOR_BYTES:
+            sector = None
         max_lba = _opt_int(ns, "MaximumLBA")
         size = _opt_int(ns, "PhysicalSize")
         used = _opt_int(ns, "UsedBytes")
         recomputed = False
-        if size is None or size < 0:
+        problem = ""
+        if size is not None and sane_size(size) is None:
+            # the 32-bit JSON bug: MaximumLBA and UsedBytes came from the same printer
+            problem = (f"nvme list printed PhysicalSize {size} (MaximumLBA {max_lba}): not a "
+                       "size (early nvme-cli 2.x wraps 64-bit values in JSON); not used")
+            size = max_lba = used = None
+        elif max_lba is not None and (max_lba <= 0 or sane_size(max_lba * (sector or 1)) is None):
+            problem = f"nvme list printed MaximumLBA {max_lba}: not a block count; not used"
+            max_lba = None
+        if size is None and not problem:
             recomputed = True
-            size = max_lba * sector if max_lba is not None and sector else None
-        if used is not None and used < 0:
-            used = None
+            size = sane_size(max_lba * sector) if max_lba is not None and sector else None
+        used = sane_size(used) if used != 0 else 0
         if path in seen:
             continue
         seen.add(path)
@@ -251,6 +293,7 @@ def parse_nvme_list_json(text: str) -> list[NvmeListEntry]:
                 product=str(ctx.get("ProductName", "")),
                 transport=str(ctx.get("Transport", "")),
                 size_recomputed=recomputed,
+                size_problem=problem,
             )
         )
     return entries

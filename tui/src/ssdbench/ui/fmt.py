@@ -16,6 +16,8 @@ def size(n: int | float | None) -> str:
     """Decimal units like drive labels (500 GB), binary below 1 GB for loop devices."""
     if n is None:
         return "-"
+    if n <= 0:
+        return "unknown"  # a drive whose size no tool gave sanely
     if n >= 1e12:
         return f"{n / 1e12:.2f} TB"
     if n >= 1e9:
