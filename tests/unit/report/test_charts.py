@@ -316,3 +316,19 @@ def test_mb_s_and_warnings_in_summary_and_pages(tmp_path: Path):
     index = (root / "index.html").read_text()
     assert f"consistency-default: {shown}" in index
     assert "trim clean mb s" in index
+
+
+def test_a_one_second_fill_is_visible():
+    """A small drive fills in a second: one sample, drawn as a marker inside both panels."""
+    fig = ch.fill_figure(np.array([0.0]), np.array([2093.0]), np.array([0.219]),
+                         title="loop0 — consistency-default, 0% OP", cliff_s=None,
+                         cliff_gib=None, mean_mib_s=2093.0)
+    for ax in fig.axes:
+        (line, *_) = ax.get_lines()
+        assert line.get_marker() == "o" and line.get_markersize() > 0
+        x = float(np.asarray(line.get_xdata())[0])
+        lo, hi = ax.get_xlim()
+        assert lo < x < hi  # not on a spine
+    assert_no_series_clipped(fig)
+    assert assert_legends_clear(fig) == 1
+    assert "2093 MiB/s (2195 MB/s)" in " ".join(_legend_texts(fig))

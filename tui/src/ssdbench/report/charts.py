@@ -471,10 +471,23 @@ def fill_top(*mib_s: FloatArray) -> float:
 def fill_figure(t: FloatArray, mib_s: FloatArray, gib: FloatArray, *, title: str,
                 cliff_s: int | None, cliff_gib: float | None, mean_mib_s: float | None,
                 top: float | None = None, workload: Workload | None = None) -> Figure:
+    from matplotlib.ticker import MaxNLocator
+
     fig, axes = _figure(ncols=2, sharey=True)
     top = max(top or 0.0, fill_top(mib_s))
+    # a fill of a few seconds (a small drive): markers, or one second would be invisible;
+    # the x ranges hold every point (none on a spine)
+    short = t.size < 30
     for ax, x, xlabel in ((axes[0, 0], t, "Time (s)"), (axes[0, 1], gib, "GiB written")):
-        ax.plot(x, mib_s, color=POINT, linewidth=1.0, label="MiB/s per second")
+        ax.plot(x, mib_s, color=POINT, linewidth=1.0, marker="o",
+                markersize=4 if short else 0, label="MiB/s per second")
+        finite = x[np.isfinite(x)]
+        hi = float(finite.max()) if finite.size else 0.0
+        if x is t:
+            ax.set_xlim(-0.5 if short else 0.0, hi + 1)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        else:
+            ax.set_xlim(0, hi * 1.05 or 1.0)
         if mean_mib_s is not None:
             ax.axhline(mean_mib_s, color="#444444", linestyle="--", linewidth=1.2,
                        label=f"mean: {mean_mib_s:.0f} MiB/s ({mb_s(mean_mib_s):.0f} MB/s)")
