@@ -113,7 +113,10 @@ def idle(ctx: RunContext, stage: str, seconds: int) -> dict[str, Any]:
         elapsed = time.monotonic() - t0
         ctx.emit(stage, "running", fraction=min(1.0, elapsed / seconds), elapsed_s=elapsed,
                  eta_s=max(0.0, seconds - elapsed))
-    return {"idle_s": seconds, "idle_measured_s": round(time.monotonic() - t0, 3)}
+    measured = time.monotonic() - t0
+    ctx.emit(stage, "running", f"idle of {seconds} s over", fraction=1.0, elapsed_s=measured,
+             eta_s=0.0)
+    return {"idle_s": seconds, "idle_measured_s": round(measured, 3)}
 
 
 def zero_promise(drive_json: Path) -> str | None:
