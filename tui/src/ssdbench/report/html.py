@@ -106,8 +106,12 @@ def img(chart: Chart, rel_dir: str, alt: str) -> str:
     data = base64.b64encode(chart.png).decode("ascii")
     svg = (f" · <a href=\"{href(f'{rel_dir}{chart.name}.svg')}\">SVG</a>"
            if chart.svg is not None else "")
+    # the PNG's own size (IHDR): comparison charts are taller than 700 px
+    width, height = (int.from_bytes(chart.png[16:20], "big"),
+                     int.from_bytes(chart.png[20:24], "big")) \
+        if chart.png[12:16] == b"IHDR" else (1200, 700)
     return (f"<figure><img src=\"data:image/png;base64,{data}\" alt=\"{esc(alt)}\" "
-            f"width=\"1200\" height=\"700\"><figcaption class=\"small\">"
+            f"width=\"{width}\" height=\"{height}\"><figcaption class=\"small\">"
             f"<a href=\"{href(f'{rel_dir}{chart.name}.png')}\">{esc(chart.name)}.png</a>"
             f"{svg}</figcaption></figure>")
 
