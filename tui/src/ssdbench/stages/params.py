@@ -42,11 +42,11 @@ class RunParams:
     steady_start_s: int | None = None
     """Steady window start; None: 1400 s, or 70% of torture_seconds when it is not 2000."""
     block_size_fill: str = "128k"
-    """Fill and probe block size."""
+    """Fill block size (and the probes' with probe_preset = "fill")."""
     block_size_torture: str = "4k"
     """Torture block size."""
     iodepth: int = 32
-    """Queue depth of every job."""
+    """Queue depth of every job but the as-ssd probes (QD1)."""
     ioengine: str = "libaio"
     """libaio or io_uring."""
     erase_fallback: str = "fail"
