@@ -73,3 +73,47 @@ def test_job_file_is_written_where_the_run_expects_it(tmp_path: Path) -> None:
     path = job.write(tmp_path)
     assert path == tmp_path / "jobs" / "torture.fio" and (tmp_path / "fio").is_dir()
     assert "ioengine=io_uring" in path.read_text()
+
+
+def sections(text: str) -> dict[str, dict[str, str]]:
+    """Every job section of a job file and its options (``[global]`` included)."""
+    out: dict[str, dict[str, str]] = {}
+    current = ""
+    for line in text.splitlines():
+        if line.startswith("["):
+            current = line.strip("[]")
+            out[current] = {}
+        elif line and not line.startswith("#") and current:
+            key, _, value = line.partition("=")
+            out[current][key] = value
+    return out
+
+
+# real capacities: IDEMA 240 GB (468862128 sectors) and 500 GB (976773168) scaled down with
+# their remainder modulo 1 MiB, an odd sector count (512e), a 4Kn span of 3 x 4 KiB extra
+ODD_SPANS = [200 * 2**20 + (468862128 * 512) % 2**20, 300 * 2**20 + (976773168 * 512) % 2**20,
+             65 * 2**20 + 7 * 512, 48 * 2**20 + 3 * 4096]
+
+
+@pytest.mark.parametrize("span", ODD_SPANS)
+def test_fill_and_readscan_of_an_odd_span_cover_its_tail(span: int) -> None:
+    t = jobs.JobTarget("/dev/loop7", span)
+    for job, bs in ((jobs.fill_job(t, passes=2), 128 * 1024), (jobs.readscan_job(t), 2**20)):
+        s = sections(job.text)
+        main, tail = s[job.stage], s[f"{job.stage}-tail"]
+        whole = span - span % bs
+        assert main["size"] == str(whole) and main["bs"] in ("128k", "1m")
+        assert tail == {"stonewall": "", "rw": main["rw"], "bs": str(span - whole),
+                        "offset": str(whole), "size": str(span - whole),
+                        **({"loops": "2", "refill_buffers": "1"} if job.stage == "fill" else {})}
+        # only the main job logs: fio/<stage>_bw.1.log stays the one per-second log
+        assert "write_bw_log" not in tail and main["write_bw_log"] == f"fio/{job.stage}"
+        assert job.total_bytes == span * (2 if job.stage == "fill" else 1)
+
+
+def test_an_aligned_span_has_no_tail_job_and_a_tiny_span_one_short_block() -> None:
+    assert list(sections(jobs.fill_job(T).text)) == ["global", "fill"]
+    assert options(jobs.fill_job(T).text)["size"] == "100%"
+    tiny = sections(jobs.readscan_job(jobs.JobTarget("/f", 6144)).text)
+    assert list(tiny) == ["global", "readscan"] and tiny["readscan"]["bs"] == "6144"
+    assert jobs.split_span(468862128 * 512, 128 * 1024) == (240057319424, 90112)

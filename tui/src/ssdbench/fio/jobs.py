@@ -4,6 +4,13 @@ Every measurement stage is one fio job file. ssdbench starts fio on that file fr
 folder (``fio --output-format=json --status-interval=1 jobs/<stage>.fio``) and the log
 prefixes inside it are relative (``fio/<stage>``), so a user can re-run exactly what produced
 a number with ``cd <run folder> && fio jobs/<stage>.fio``.
+
+The fill and the read scan cover every byte of the span, also when the span is not a
+multiple of their block size (real capacities rarely are a multiple of 128 KiB or 1 MiB):
+fio moves whole blocks only, so the job file gets a second job, ``[<stage>-tail]``, after a
+``stonewall``: one I/O of the remaining bytes (``offset=<aligned end>``, ``size=bs=<tail>``),
+without logs of its own. fio reports it as a second job of the same JSON; its bytes count
+in the totals and the strict coverage check (docs/engine.md "Odd spans").
 """
 
 from __future__ import annotations
@@ -109,19 +116,48 @@ def _bw_log(stage: str) -> list[tuple[str, object]]:
     ]
 
 
-def fill_job(target: JobTarget, *, block_size: str = "128k", passes: int = 1) -> JobFile:
-    """Sequential incompressible writes over every byte of the span, ``passes`` times."""
-    parse_block_size(block_size)
-    options: list[tuple[str, object]] = [
-        ("rw", "write"),
-        ("bs", block_size),
-        ("size", "100%"),
-        ("loops", passes),
-        ("refill_buffers", 1),
-        *_bw_log("fill"),
+def split_span(span_bytes: int, block_bytes: int) -> tuple[int, int]:
+    """(whole-block bytes, tail bytes) of a span for sequential jobs of ``block_bytes``."""
+    tail = span_bytes % block_bytes
+    return span_bytes - tail, tail
+
+
+def _sequential(
+    stage: str, target: JobTarget, block_size: str, rw: str, extra: list[tuple[str, object]],
+) -> tuple[list[tuple[str, object]], str]:
+    """Options of a whole-span sequential job, and the tail job text it needs (or "")."""
+    bs = parse_block_size(block_size)
+    whole, tail = split_span(target.span_bytes, bs)
+    if whole == 0:  # a span smaller than one block (tests): one job of one short block
+        block_size, tail = str(tail), 0
+    head: list[tuple[str, object]] = [
+        ("rw", rw), ("bs", block_size), ("size", "100%" if not tail else whole)]
+    if not tail:
+        return head, ""
+    loops = [(k, v) for k, v in extra if k in ("loops", "refill_buffers")]
+    lines = [
+        "",
+        f"# The last {tail} bytes of the span: not a whole {bs}-byte block, so one I/O of",
+        "# their size, after the job above (stonewall). No logs: it takes milliseconds.",
+        f"[{stage}-tail]",
+        "stonewall",
+        f"rw={rw}",
+        f"bs={tail}",
+        f"offset={whole}",
+        f"size={tail}",
+        *(f"{k}={v}" for k, v in loops),
     ]
+    return head, "\n".join(lines) + "\n"
+
+
+def fill_job(target: JobTarget, *, block_size: str = "128k", passes: int = 1) -> JobFile:
+    """Sequential incompressible writes over every byte of the span, ``passes`` times
+    (a span that is not a multiple of ``block_size`` gets a tail job, see above)."""
+    extra: list[tuple[str, object]] = [("loops", passes), ("refill_buffers", 1)]
+    head, tail = _sequential("fill", target, block_size, "write", extra)
+    options = [*head, *extra, *_bw_log("fill")]
     text = _render("fill", target, options, f"sequential fill, {passes} pass(es)", True)
-    return JobFile("fill", text, "write", None, target.span_bytes * passes)
+    return JobFile("fill", text + tail, "write", None, target.span_bytes * passes)
 
 
 def torture_job(
@@ -180,16 +216,12 @@ def probe_job(target: JobTarget, *, phase: str, probe_bytes: int,
 
 
 def readscan_job(target: JobTarget, *, block_size: str = "1m") -> JobFile:
-    """Full-span sequential read, MiB/s per second; opened read-only."""
-    parse_block_size(block_size)
-    options: list[tuple[str, object]] = [
-        ("rw", "read"),
-        ("bs", block_size),
-        ("size", "100%"),
-        *_bw_log("readscan"),
-    ]
+    """Full-span sequential read, MiB/s per second; opened read-only (a tail job reads the
+    last partial block)."""
+    head, tail = _sequential("readscan", target, block_size, "read", [])
+    options = [*head, *_bw_log("readscan")]
     text = _render("readscan", target, options, "full-span sequential read scan", False)
-    return JobFile("readscan", text, "read", None, target.span_bytes, read_only=True)
+    return JobFile("readscan", text + tail, "read", None, target.span_bytes, read_only=True)
 
 
 def randread_job(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ssdbench.fio import jobs
 from ssdbench.fio.jobs import JobFile, JobTarget
 from ssdbench.fio.runner import LiveStatus, run_fio
+from ssdbench.fio.status import FioReport
 from ssdbench.stages.base import RunContext, StageCancelled, StageFailed
 
 
@@ -53,6 +54,8 @@ class FioStage:
         except Exception as exc:
             if outcome.state == "done":
                 raise StageFailed(f"cannot turn fio's logs into CSV: {exc}") from exc
+        if job.total_bytes is not None and outcome.report is not None:
+            record_coverage(ctx, job, outcome.report)
         if outcome.state == "cancelled":
             raise StageCancelled(outcome.reason or "cancelled")
         if outcome.state != "done":
@@ -65,6 +68,24 @@ class FioStage:
             # the stage's mean over its whole runtime (front ends print it with "done")
             ctx.emit(self.name, "running", "result", fraction=1.0, elapsed_s=seconds,
                      bytes_done=nbytes, iops=ios / seconds, mib_s=nbytes / seconds / 2**20)
+
+
+def record_coverage(ctx: RunContext, job: JobFile, report: FioReport) -> None:
+    """run.json ``coverage.<stage>``: the bytes a size-based job had to move (the span
+    times the passes; a probe's window) against what fio says it moved, per fio job (the
+    ``-tail`` job writes the last partial block of an odd span)."""
+    moved, _ = report.total(job.direction)
+    expected = job.total_bytes or 0
+    entry = {
+        "span_bytes": ctx.target.span_bytes,
+        "expected_bytes": expected,
+        "moved_bytes": moved,
+        "covered": moved >= expected,
+        "jobs": {j.name: j.direction(job.direction).io_bytes for j in report.jobs},
+    }
+    coverage = dict(ctx.record.data.get("coverage") or {})
+    coverage[job.stage] = entry
+    ctx.record.set("coverage", coverage)
 
 
 def _with_drive_state(ctx: RunContext, reason: str) -> str:
