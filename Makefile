@@ -24,7 +24,7 @@ $(STAMP): tui/pyproject.toml
 venv: $(STAMP)
 
 lint: venv
-	$(VENV)/bin/ruff check tui/src tests scripts
+	$(VENV)/bin/ruff check tui/src tests scripts simdrive
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

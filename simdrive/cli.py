@@ -1,0 +1,316 @@
+"""`scripts/simdrive`: start, attach, detach and stop simulated SSDs; presets; the twin.
+
+    simdrive start --preset NAME --size SIZE --dir DIR [--fob-iops N] [--serial S] [--model M]
+                   [--sector-size 512|4096] [--seed N]      -> prints DIR/nbd.sock
+    simdrive attach --dir DIR                               -> prints /dev/loopN (host path)
+    simdrive detach --dir DIR
+    simdrive stop --dir DIR [--keep-data]
+    simdrive presets
+    simdrive twin --preset NAME --size SIZE [--fob-iops N] [--op PERCENT] [--seconds S]
+
+Runs with the system python3 (no venv): stdlib only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from simdrive import presets
+
+PLUGIN = Path(__file__).resolve().parent / "nbdkit_plugin.py"
+DEFAULT_FOB = 4000.0
+
+
+class SimdriveError(Exception):
+    """A clear, user-facing failure."""
+
+
+def parse_size(text: str) -> int:
+    """Bytes ("1073741824"), sectors ("2097152s", 512-byte) or K/M/G/KiB/MiB/GiB suffixes."""
+    m = re.fullmatch(r"\s*(\d+)\s*(s|k|kib|m|mib|g|gib)?\s*", text, re.IGNORECASE)
+    if not m:
+        raise SimdriveError(f"bad size {text!r}: bytes, NNNs (512-byte sectors) or NNN[KMG]")
+    n = int(m.group(1))
+    unit = (m.group(2) or "").lower()
+    mult = {"": 1, "s": 512, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
+            "g": 1 << 30, "gib": 1 << 30}[unit]
+    size = n * mult
+    if size <= 0:
+        raise SimdriveError("size must be positive")
+    return size
+
+
+def _wait(cond: Callable[[], bool], deadline_s: float) -> bool:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours counts as gone
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _run(argv: list[str]) -> str:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False,
+                          stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise SimdriveError(f"{' '.join(argv)} failed ({proc.returncode}): "
+                            f"{proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout
+
+
+def _state(d: Path) -> dict[str, Any]:
+    try:
+        obj: dict[str, Any] = json.loads((d / "simdrive.json").read_text())
+    except OSError:
+        raise SimdriveError(f"{d} holds no simulated drive (no simdrive.json)") from None
+    return obj
+
+
+def _kill(pid: int, what: str, deadline_s: float = 10.0) -> None:
+    if not _pid_alive(pid):
+        return
+    os.kill(pid, signal.SIGTERM)
+    if not _wait(lambda: not _pid_alive(pid), deadline_s):
+        os.kill(pid, signal.SIGKILL)
+        if not _wait(lambda: not _pid_alive(pid), 5.0):
+            raise SimdriveError(f"{what} (pid {pid}) does not exit")
+
+
+def start(args: argparse.Namespace) -> str:
+    d = Path(args.dir).resolve()
+    size = parse_size(args.size)
+    personality = presets.get(args.preset)
+    if args.sector_size not in (512, 4096):
+        raise SimdriveError("--sector-size must be 512 or 4096")
+    if size % args.sector_size:
+        raise SimdriveError(f"size {size} is not a multiple of the {args.sector_size}-byte sector")
+    if args.fob_iops <= 0:
+        raise SimdriveError("--fob-iops must be positive")
+    from simdrive.ftl import FTL
+    try:
+        FTL(personality, size, args.fob_iops)  # geometry check before anything starts
+    except ValueError as exc:
+        raise SimdriveError(str(exc)) from None
+    d.mkdir(parents=True, exist_ok=True)
+    pidfile = d / "nbd.pid"
+    old = _read_pid(pidfile)
+    if old is not None and _pid_alive(old):
+        raise SimdriveError(f"a simulated drive already runs in {d} (pid {old}); stop it first")
+    sock = d / "nbd.sock"
+    for stale in (sock, pidfile, d / "data.img"):
+        stale.unlink(missing_ok=True)
+    state = {
+        "preset": personality.name, "size": size, "fob_iops": args.fob_iops,
+        "sector_size": args.sector_size, "serial": args.serial, "model": args.model,
+        "seed": args.seed, "socket": str(sock), "truth": str(d / "truth.jsonl"),
+        "data": str(d / "data.img"),
+    }
+    argv = [
+        "nbdkit", "--log=stderr", "--unix", str(sock), "--pidfile", str(pidfile),
+        "python", str(PLUGIN),
+        f"preset={personality.name}", f"size={size}", f"fob={args.fob_iops}",
+        f"data={d / 'data.img'}", f"truth={d / 'truth.jsonl'}", f"seed={args.seed}",
+        f"serial={args.serial}", f"model={args.model}", f"sector_size={args.sector_size}",
+    ]
+    # nbdkit forks into the background once it is listening (its pidfile then exists); the
+    # foreground mode dies with the process that started it.
+    with (d / "nbdkit.log").open("w") as log:
+        try:
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                  check=False, timeout=120)
+        except FileNotFoundError:
+            raise SimdriveError("nbdkit is not installed (apt-get install nbdkit "
+                                "nbdkit-plugin-python)") from None
+    pid = _read_pid(pidfile)
+    if proc.returncode != 0 or pid is None or not sock.exists():
+        if pid is not None:
+            _kill(pid, "nbdkit")
+        text = (d / "nbdkit.log").read_text(errors="replace").strip()
+        raise SimdriveError(f"nbdkit did not start: {text[-2000:]}")
+    state["nbdkit_pid"] = pid
+    (d / "simdrive.json").write_text(json.dumps(state, indent=1) + "\n")
+    return str(sock)
+
+
+def attach(args: argparse.Namespace) -> str:
+    d = Path(args.dir).resolve()
+    state = _state(d)
+    if state.get("loop"):
+        raise SimdriveError(f"already attached as {state['loop']}")
+    mnt = d / "fuse"
+    mnt.mkdir(exist_ok=True)
+    pidfile = d / "nbdfuse.pid"
+    pidfile.unlink(missing_ok=True)
+    log = (d / "nbdfuse.log").open("w")
+    try:
+        proc = subprocess.Popen(
+            ["nbdfuse", "-P", str(pidfile), str(mnt / "nbd"), "--unix", state["socket"]],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    except FileNotFoundError:
+        raise SimdriveError("nbdfuse is not installed (apt-get install libnbd-bin)") from None
+    finally:
+        log.close()
+    state["nbdfuse_pid"] = proc.pid
+    (d / "simdrive.json").write_text(json.dumps(state, indent=1) + "\n")
+    try:
+        if not _wait(lambda: proc.poll() is not None or pidfile.exists(), 30.0) or \
+                proc.poll() is not None:
+            text = (d / "nbdfuse.log").read_text(errors="replace").strip()
+            raise SimdriveError(f"nbdfuse did not start: {text[-2000:]}")
+        loop = _run(["losetup", "--find", "--show", "--direct-io=on",
+                     "--sector-size", str(state["sector_size"]), str(mnt / "nbd")]).strip()
+    except BaseException:
+        _detach(d, state)
+        raise
+    state["loop"] = loop
+    (d / "simdrive.json").write_text(json.dumps(state, indent=1) + "\n")
+    return loop
+
+
+def _detach(d: Path, state: dict[str, Any]) -> None:
+    errors: list[str] = []
+    loop = state.get("loop")
+    if loop:
+        try:
+            out = _run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"])
+            if any(line.split()[:1] == [loop] for line in out.splitlines()):
+                _run(["losetup", "--detach", loop])
+        except SimdriveError as exc:
+            errors.append(str(exc))
+    mnt = d / "fuse"
+    if os.path.ismount(mnt):
+        proc = subprocess.run(["umount", str(mnt)], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True, check=False)
+    pid = state.get("nbdfuse_pid")
+    if pid:
+        try:
+            _kill(int(pid), "nbdfuse")
+        except SimdriveError as exc:
+            errors.append(str(exc))
+    state.pop("loop", None)
+    state.pop("nbdfuse_pid", None)
+    (d / "simdrive.json").write_text(json.dumps(state, indent=1) + "\n")
+    if errors:
+        raise SimdriveError("; ".join(errors))
+
+
+def detach(args: argparse.Namespace) -> None:
+    d = Path(args.dir).resolve()
+    _detach(d, _state(d))
+
+
+def stop(args: argparse.Namespace) -> None:
+    d = Path(args.dir).resolve()
+    state = _state(d)
+    errors: list[str] = []
+    try:
+        _detach(d, state)
+    except SimdriveError as exc:
+        errors.append(str(exc))
+    pid = state.get("nbdkit_pid") or _read_pid(d / "nbd.pid")
+    if pid:
+        try:
+            _kill(int(pid), "nbdkit")
+        except SimdriveError as exc:
+            errors.append(str(exc))
+    for f in ("nbd.sock", "nbd.pid"):
+        (d / f).unlink(missing_ok=True)
+    if not args.keep_data:
+        (d / "data.img").unlink(missing_ok=True)
+    if errors:
+        raise SimdriveError("; ".join(errors))
+
+
+def show_presets() -> str:
+    from simdrive.expected import describe_all
+    return describe_all()
+
+
+def twin(args: argparse.Namespace) -> str:
+    from simdrive.twin import describe_run
+    return describe_run(args.preset, parse_size(args.size), fob_iops=args.fob_iops,
+                        op_fraction=args.op / 100.0, seconds=args.seconds, seed=args.seed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="simdrive", description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("start", help="start a simulated drive (nbdkit on DIR/nbd.sock)")
+    s.add_argument("--preset", required=True, help=", ".join(presets.PRESETS))
+    s.add_argument("--size", required=True, help="bytes, NNNs (512-byte sectors) or NNN[KMG]")
+    s.add_argument("--dir", required=True)
+    s.add_argument("--fob-iops", type=float, default=DEFAULT_FOB,
+                   help=f"fresh-out-of-box 4K random write IOPS (default {DEFAULT_FOB:.0f})")
+    s.add_argument("--serial", default="SIM0001")
+    s.add_argument("--model", default="")
+    s.add_argument("--sector-size", type=int, default=512)
+    s.add_argument("--seed", type=int, default=1)
+    for name, hlp in (("attach", "expose DIR's drive as /dev/loopN (nbdfuse + loop, direct I/O)"),
+                      ("detach", "remove the loop device and the fuse mount")):
+        sub.add_parser(name, help=hlp).add_argument("--dir", required=True)
+    s = sub.add_parser("stop", help="detach and stop the drive (truth.jsonl stays)")
+    s.add_argument("--dir", required=True)
+    s.add_argument("--keep-data", action="store_true", help="keep DIR/data.img")
+    sub.add_parser("presets", help="the presets and their expected answers")
+    s = sub.add_parser("twin", help="run the offline twin: expected cliff and steady state")
+    s.add_argument("--preset", required=True)
+    s.add_argument("--size", required=True)
+    s.add_argument("--fob-iops", type=float, default=DEFAULT_FOB)
+    s.add_argument("--op", type=float, default=0.0, help="extra OP percent (unwritten LBAs)")
+    s.add_argument("--seconds", type=float, default=240.0, help="torture seconds")
+    s.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "start":
+            print(start(args))
+        elif args.cmd == "attach":
+            print(attach(args))
+        elif args.cmd == "detach":
+            detach(args)
+        elif args.cmd == "stop":
+            stop(args)
+        elif args.cmd == "presets":
+            print(show_presets())
+        else:
+            print(twin(args))
+    except (SimdriveError, ValueError) as exc:
+        print(f"simdrive: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,250 @@
+# nbdkit Python plugin serving the simulated SSD (run by `scripts/simdrive start`):
+#   nbdkit --unix SOCK python simdrive/nbdkit_plugin.py preset=NAME size=BYTES fob=IOPS \
+#       data=DIR/data.img truth=DIR/truth.jsonl [seed=N serial=S model=M sector_size=512]
+# The FTL state lives at module level behind one lock (multi-conn: open() runs per connection).
+# Each request is charged to the model under the lock, then sleeps until its completion time
+# (outside the lock), so several requests are in flight and the IOPS are the model's.
+"""nbdkit plugin: the simulated SSD (see docs/simdrive.md)."""
+
+from __future__ import annotations
+
+import builtins
+import ctypes
+import errno
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import nbdkit  # type: ignore[import-not-found]  # provided by nbdkit's python plugin
+
+from simdrive.ftl import FTL, record
+from simdrive.presets import get as get_preset
+
+API_VERSION = 2
+
+
+
+class _State:
+    """The server's one drive (module level: every connection sees the same model)."""
+
+    def __init__(self) -> None:
+        self.cfg: dict[str, str] = {}
+        self.ftl: FTL | None = None
+        self.fd = -1
+        self.truth: Any = None
+        self.last_free = 0
+        self.zero_run_end = -1  # end of a run of whole-device zero chunks from offset 0
+
+
+_st = _State()
+_cfg = _st.cfg
+_lock = threading.Lock()
+_stop = threading.Event()
+_libc = ctypes.CDLL(None, use_errno=True)
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
+
+
+def _punch(offset: int, length: int) -> None:
+    if length <= 0:
+        return
+    rc = _libc.fallocate(
+        ctypes.c_int(_st.fd), ctypes.c_int(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE),
+        ctypes.c_long(offset), ctypes.c_long(length),
+    )
+    if rc != 0:  # no hole punching on this filesystem: write zeroes
+        zeros = bytes(min(length, 1 << 20))
+        pos = offset
+        while pos < offset + length:
+            n = min(len(zeros), offset + length - pos)
+            os.pwrite(_st.fd, zeros[:n], pos)
+            pos += n
+
+
+def _emit(obj: dict[str, Any]) -> None:
+    _st.truth.write(json.dumps(obj, separators=(",", ":")) + "\n")
+
+
+def _flush_truth(everything: bool = False) -> None:
+    """Write the finished seconds and the pending events (caller holds the lock)."""
+    assert _st.ftl is not None
+    for ev in _st.ftl.events:
+        _emit(ev)
+    _st.ftl.events.clear()
+    for sec, row in _st.ftl.final_bins(time.time(), everything):
+        line = record(sec, row, _st.last_free)
+        _st.last_free = line["free_blocks"]
+        _emit(line)
+    _st.truth.flush()
+
+
+def _ticker() -> None:
+    while not _stop.wait(0.5):
+        with _lock:
+            if _st.ftl is not None and _st.truth is not None:
+                _flush_truth()
+
+
+def config(key: str, value: str) -> None:
+    known = ("preset", "size", "fob", "data", "truth", "seed", "serial", "model", "sector_size")
+    if key not in known:
+        raise RuntimeError(f"simdrive: unknown parameter {key!r} (known: {', '.join(known)})")
+    _cfg[key] = value
+
+
+def config_complete() -> None:
+    for key in ("preset", "size", "fob", "data", "truth"):
+        if key not in _cfg:
+            raise RuntimeError(f"simdrive: missing parameter {key}=")
+
+
+def thread_model() -> int:
+    return int(nbdkit.THREAD_MODEL_PARALLEL)
+
+
+def get_ready() -> None:
+    size = int(_cfg["size"])
+    _st.ftl = FTL(get_preset(_cfg["preset"]), size, float(_cfg["fob"]), int(_cfg.get("seed", "1")))
+    _st.fd = os.open(_cfg["data"], os.O_RDWR | os.O_CREAT, 0o600)
+    os.ftruncate(_st.fd, size)
+    _st.truth = builtins.open(_cfg["truth"], "a", encoding="utf-8")  # noqa: SIM115
+    _st.last_free = _st.ftl.free_blocks
+    _emit({
+        "event": "start", "time": time.time(), "pid": os.getpid(), "preset": _cfg["preset"],
+        "size": size, "sector_size": int(_cfg.get("sector_size", "512")),
+        "serial": _cfg.get("serial", ""), "model": _cfg.get("model", ""),
+        "personality": _st.ftl.p.as_dict(), "geometry": _st.ftl.geometry(),
+    })
+    _st.truth.flush()
+
+
+def after_fork() -> None:
+    threading.Thread(target=_ticker, name="simdrive-truth", daemon=True).start()
+
+
+def cleanup() -> None:
+    _stop.set()
+    if _st.ftl is not None and _st.truth is not None:
+        with _lock:
+            _flush_truth(everything=True)
+            _emit({"event": "stop", "time": time.time(), "totals": {
+                "host_pages": _st.ftl.totals.host_pages, "nand_pages": _st.ftl.totals.nand_pages,
+                "gc_moves": _st.ftl.totals.gc_moves, "erases": _st.ftl.totals.erases}})
+            _st.truth.close()
+
+
+def open(readonly: bool) -> int:
+    return 1
+
+
+def get_size(h: int) -> int:
+    return int(_cfg["size"])
+
+
+def can_multi_conn(h: int) -> bool:
+    return True  # one model, one clock: a flush on any connection covers every connection
+
+
+def can_fua(h: int) -> int:
+    return int(nbdkit.FUA_NATIVE)
+
+
+def can_trim(h: int) -> bool:
+    return True
+
+
+def can_zero(h: int) -> bool:
+    return True
+
+
+def can_fast_zero(h: int) -> bool:
+    return True
+
+
+def can_flush(h: int) -> bool:
+    return True
+
+
+def _sleep_until(done: float) -> None:
+    delay = done - time.time()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def pread(h: int, buf: Any, offset: int, flags: int) -> None:
+    assert _st.ftl is not None
+    with _lock:
+        done = _st.ftl.read(time.time(), offset, len(buf))
+    n = os.preadv(_st.fd, [buf], offset)
+    if n < len(buf):
+        buf[n:] = bytes(len(buf) - n)
+    _sleep_until(done)
+
+
+def pwrite(h: int, buf: Any, offset: int, flags: int) -> None:
+    assert _st.ftl is not None
+    with _lock:
+        now = time.time()
+        if _st.ftl.bins and min(_st.ftl.bins) < int(now):
+            _flush_truth()
+        done = _st.ftl.write(now, offset, len(buf))
+        os.pwrite(_st.fd, buf, offset)
+        _st.zero_run_end = -1
+    _sleep_until(done)
+
+
+def flush(h: int, flags: int) -> None:
+    assert _st.ftl is not None
+    with _lock:
+        done = _st.ftl.flush(time.time())
+    _sleep_until(done)
+
+
+def trim(h: int, count: int, offset: int, flags: int) -> None:
+    assert _st.ftl is not None
+    with _lock:
+        now = time.time()
+        done, mapped, gone = _st.ftl.trim(now, offset, count)
+        if _st.ftl.p.rzat:
+            _punch(offset, count)
+        _st.ftl.events.append({"event": "trim", "time": now, "offset": offset, "length": count,
+                            "mapped_pages": mapped, "invalidated_pages": gone})
+    _sleep_until(done)
+
+
+def zero(h: int, count: int, offset: int, flags: int) -> None:
+    """Whole-device zero (alone or as consecutive chunks from offset 0, with MAY_TRIM) is a
+    sanitize; any other zero writes zero pages at the normal write cost."""
+    assert _st.ftl is not None
+    may_trim = bool(flags & nbdkit.FLAG_MAY_TRIM)
+    with _lock:
+        now = time.time()
+        if offset == 0:
+            _st.zero_run_end = 0
+        if may_trim and offset == _st.zero_run_end:
+            _st.ftl.deallocate(offset, count)
+            _punch(offset, count)
+            _st.zero_run_end = offset + count
+            if _st.zero_run_end >= _st.ftl.size:
+                done = _st.ftl.sanitize(now)
+                _punch(0, _st.ftl.size)
+                _st.ftl.events.append({"event": "sanitize", "time": now, "via": "zero"})
+                _st.zero_run_end = -1
+            else:
+                done = _st.ftl.flush(now)
+                _st.ftl.events.append({"event": "zero", "time": now, "offset": offset,
+                                    "length": count, "deallocated": True})
+        else:
+            _st.zero_run_end = -1
+            if flags & nbdkit.FLAG_FAST_ZERO:
+                nbdkit.set_error(errno.ENOTSUP)
+                raise RuntimeError("simdrive: a partial zero is a slow write")
+            done = _st.ftl.write(now, offset, count)
+            _punch(offset, count)
+            _st.ftl.events.append({"event": "zero", "time": now, "offset": offset,
+                                "length": count, "deallocated": False})
+    _sleep_until(done)
