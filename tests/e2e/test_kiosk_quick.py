@@ -172,3 +172,7 @@ def test_op25_runs_on_a_partition_of_three_quarters(quick: Boot) -> None:
             assert names and all(ln == f"filename={target['path']}" for ln in names), job
         default = _run_json(quick, serial, "consistency-default")["target"]
         assert default["path"] == disk and default["span_bytes"] == DRIVE_BYTES
+        # the spare is discarded after every erase: NVMe was secure-erased, SATA was not
+        spare = record["partition"]["spare_discard"]
+        assert spare["after_secure_erase"] is (serial == NVME_SERIAL) and "error" not in spare
+        assert spare["offset"] == MIB + target["span_bytes"], spare

@@ -145,6 +145,41 @@ def test_op_flow_secure_erased_and_the_partition_never_shows(tmp_path: Path) -> 
     assert not any(c[0] == "blkdiscard" for c in runner.calls)
 
 
+@pytest.mark.parametrize("refused", [False, True])
+def test_op_flow_secure_erased_still_discards_the_spare(tmp_path: Path, refused: bool) -> None:
+    """The spare is discarded after a secure erase too (docs/plans.md); a drive that
+    refuses it then is a warning, not a failure (the erase has emptied the spare)."""
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "nvme0n1p1").write_bytes(b"\0" * 4096)
+    fs = FakeSys({"/sys/class/block/nvme0n1/queue/logical_block_size": "512\n",
+                  "/sys/class/block/nvme0n1/nvme0n1p1/partition": "1\n"})
+    runner = Recorded(fail=("blkdiscard",) if refused else ())
+    ctx = ctx_for(tmp_path, runner, fs, {"method": "nvme-format", "secure": True})
+    PartitionStage(25, dev_dir=str(dev), appear_timeout_s=1).execute(ctx)
+    spare = ["blkdiscard", "--offset", str(769 * MIB), "--length", str(254 * MIB),
+             "/dev/nvme0n1"]
+    assert runner.calls[-1] == spare and ctx.target.path == str(dev / "nvme0n1p1")
+    data = json.loads((tmp_path / "run.json").read_text())
+    entry = data["partition"]["spare_discard"]
+    assert entry["after_secure_erase"] is True and entry["argv"] == spare
+    assert ("error" in entry) == refused
+    assert [w["kind"] for w in data.get("warnings", [])] == (["spare_discard"] if refused else [])
+
+
+def test_op_flow_without_secure_erase_fails_when_the_spare_discard_fails(
+        tmp_path: Path) -> None:
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "nvme0n1p1").write_bytes(b"\0" * 4096)
+    fs = FakeSys({"/sys/class/block/nvme0n1/queue/logical_block_size": "512\n",
+                  "/sys/class/block/nvme0n1/nvme0n1p1/partition": "1\n"})
+    ctx = ctx_for(tmp_path, Recorded(fail=("blkdiscard",)), fs,
+                  {"method": "discard", "secure": False})
+    with pytest.raises(StageFailed, match="discarding the spare region failed"):
+        PartitionStage(25, dev_dir=str(dev), appear_timeout_s=1).execute(ctx)
+
+
 def test_zero_op_wipes_a_leftover_table(tmp_path: Path) -> None:
     fs = FakeSys({"/sys/class/block/nvme0n1/nvme0n1p1/partition": "1\n"})
     runner = Recorded()

@@ -4,9 +4,9 @@
   starting at 1 MiB and sized in whole MiB (sfdisk, script kept in ``jobs/partition.sfdisk``);
   the kernel re-reads the table (``blockdev --rereadpt``, else ``partx -u``), the stage waits
   (with a deadline) for ``/sys/class/block/<disk>/<part>`` and its /dev node, and every later
-  stage runs on the partition (``ctx.target``). When the run was not secure-erased (discard
-  fallback, or no erase) the spare region after the partition is discarded explicitly
-  ("working backwards": the controller learns the spare is free). The table stays on the
+  stage runs on the partition (``ctx.target``). The spare region after the partition is
+  then discarded explicitly after every erase, secure or not ("working backwards": the
+  controller learns the spare is free, whatever the erase did). The table stays on the
   drive and is recorded in run.json ``partition``.
 * ``op_percent == 0``: a table an earlier OP run left is wiped (``wipefs -a``) so the run
   really tests the whole span; recorded in run.json ``partition`` too.
@@ -164,20 +164,38 @@ class PartitionStage:
         new_target = resolve_target(ctx.host, dev)
         record = layout.record() | {"partition": dev, "reread": tried,
                                     "script_file": "jobs/partition.sfdisk"}
-        erase = ctx.record.data.get("erase") or {}
-        if not erase.get("secure") and layout.spare_bytes > GPT_RESERVE:
-            length = layout.spare_bytes - GPT_RESERVE
-            offset = layout.start_bytes + layout.size_bytes
-            argv = ["blkdiscard", "--offset", str(offset), "--length", str(length), target.path]
-            try:
-                ctx.host.runner.run(argv, timeout=3600)
-            except CommandError as exc:
-                raise StageFailed(f"discarding the spare region failed: {exc}") from exc
-            record["spare_discard"] = {"offset": offset, "length": length, "argv": argv}
+        if layout.spare_bytes > GPT_RESERVE:
+            record["spare_discard"] = discard_spare(ctx, layout, target.path)
         ctx.record.set("partition", record)
         ctx.record.set("target", new_target.record(self.op_percent)
                        | {"disk": target.path, "disk_bytes": target.span_bytes})
         ctx.target = new_target
+
+
+def discard_spare(ctx: RunContext, layout: OpLayout, disk_path: str) -> dict[str, Any]:
+    """Discard the spare region after the partition (minus the backup GPT's MiB) after every
+    erase: cheap, and the extra OP then does not rely on the erase having unmapped it (a
+    secure erase that leaves LBAs mapped, or none at all). After a secure erase a drive that
+    refuses the discard is noted (run.json warning), not a failure: the erase has already
+    emptied it; without one the discard is the only thing that frees the spare."""
+    length = layout.spare_bytes - GPT_RESERVE
+    offset = layout.start_bytes + layout.size_bytes
+    argv = ["blkdiscard", "--offset", str(offset), "--length", str(length), disk_path]
+    erase = ctx.record.data.get("erase") or {}
+    entry: dict[str, Any] = {"offset": offset, "length": length, "argv": argv,
+                             "after_secure_erase": bool(erase.get("secure"))}
+    try:
+        ctx.host.runner.run(argv, timeout=3600)
+    except CommandError as exc:
+        if not erase.get("secure"):
+            raise StageFailed(f"discarding the spare region failed: {exc}") from exc
+        entry["error"] = str(exc)
+        warnings = list(ctx.record.data.get("warnings") or [])
+        warnings.append({"kind": "spare_discard", "message": (
+            f"the spare region ({length} bytes after the partition) could not be discarded "
+            f"after the secure erase: {exc}")})
+        ctx.record.set("warnings", warnings)
+    return entry
 
 
 def sfdisk_argv(disk: str, script: Path) -> list[str]:
