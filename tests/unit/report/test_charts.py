@@ -290,10 +290,21 @@ def test_mb_s_and_warnings_in_summary_and_pages(tmp_path: Path):
     root = tmp_path / "ssdbench"
     drive = write_drive_folder(root, DriveSpec(model="W <b>", serial="W1"), duration=120,
                                runs=("consistency-default", "trim"))
-    warning = "per-second IOPS sum 1,000 differs from the fio total 1,200 by 16.7% (> 0.5%)"
+    warning = ("iops.csv: the per-second series sums to 1,000 I/Os, fio's own total is "
+               "1,200 (-16.67%, more than 0.5%)")
     meta_path = drive / "consistency-default" / "run.json"
     meta = json.loads(meta_path.read_text())
-    meta["warnings"] = [warning + " <x>"]
+    # the shapes the measure stages record (fio/logs.py reconcile, stages/measure.py)
+    meta["warnings"] = [{"kind": "reconciliation", "stage": "torture",
+                         "message": warning + " <x>"}]
+    meta["reconciliation"] = {
+        "torture": {"csv": "iops.csv", "quantity": "ios", "series_total": 1000.0,
+                    "fio_total": 1200, "relative_gap": -0.166667, "tolerance": 0.005,
+                    "within_tolerance": False, "missing_seconds": 1,
+                    "recovered_tail": False},
+        "fill": {"csv": "fill.csv", "quantity": "bytes", "series_total": 268443648.0,
+                 "fio_total": 268443648, "relative_gap": 0.0, "tolerance": 0.005,
+                 "within_tolerance": True, "missing_seconds": 0, "recovered_tail": True}}
     meta_path.write_text(json.dumps(meta))
     render_drive(drive, svg=False)
     render_index(root, svg=False)
@@ -313,6 +324,8 @@ def test_mb_s_and_warnings_in_summary_and_pages(tmp_path: Path):
     assert "315.1 MiB/s · 330.4 MB/s" in page
     shown = html.escape(f"{warning} <x>")
     assert f"warning: {shown}" in page and "<x>" not in page
+    assert "Per-second series against fio's totals" in page
+    assert "-16.667%" in page and "+0.000%" in page and "268,443,648" in page
     index = (root / "index.html").read_text()
     assert f"consistency-default: {shown}" in index
     assert "trim clean mb s" in index

@@ -211,6 +211,31 @@ def _trim_html(run: RunAnalysis, meta: dict[str, Any]) -> str:
     return "<h3>TRIM validation</h3>" + kv_table(rows)
 
 
+def reconciliation_html(meta: dict[str, Any]) -> str:
+    """run.json ``reconciliation``: each stage's per-second series summed against fio's own
+    total (I/Os or bytes); a gap beyond the tolerance is also a run.json warning."""
+    checks = meta.get("reconciliation")
+    if not isinstance(checks, dict) or not checks:
+        return ""
+    rows = []
+    for stage, c in checks.items():
+        if not isinstance(c, dict):
+            continue
+        gap, tol = c.get("relative_gap"), c.get("tolerance")
+        ok = c.get("within_tolerance")
+        rows.append([
+            stage, c.get("csv"), c.get("quantity"), c.get("series_total"), c.get("fio_total"),
+            Markup(esc(f"{gap:+.3%}")) if isinstance(gap, int | float) else "—",
+            Markup(esc(f"{tol:.1%}")) if isinstance(tol, int | float) else "—",
+            badge("yes" if ok else "no") if isinstance(ok, bool) else None,
+            c.get("missing_seconds")])
+    if not rows:
+        return ""
+    return ("<h3>Per-second series against fio's totals</h3>" + table(
+        ["stage", "CSV", "quantity", "sum of the seconds", "fio total", "gap", "tolerance",
+         "within", "seconds without a value"], rows))
+
+
 def _dict_rows(d: Any) -> list[tuple[str, Any]]:
     """Recorded values as they are (a probe_gib of 0.03 is not rounded to 0.0)."""
     if not isinstance(d, dict):
@@ -230,6 +255,7 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
     out += kv_table([("started", meta.get("started")), ("finished", meta.get("finished")),
                      ("target", target_text(meta.get("target")))])
     out += _stats_rows(run) + _fill_html(run) + _trim_html(run, meta)
+    out += reconciliation_html(meta)
     for chart in charts:
         out += img(chart, rel, f"{run.run}: {chart.name}")
     stages = meta.get("stages")
