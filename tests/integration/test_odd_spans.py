@@ -101,3 +101,15 @@ def test_consistency_run_on_an_odd_capacity_records_its_coverage(tmp_path: Path)
     assert record["coverage"]["fill"] == {
         "span_bytes": size, "expected_bytes": size, "moved_bytes": size, "covered": True,
         "jobs": {"fill": 256 * MIB, "fill-tail": 8192}}
+    # the per-second series against fio's own totals (docs/engine.md "Reconciliation")
+    run_dir = drive_dir / "consistency-default"
+    torture = json.loads((run_dir / "fio" / "torture.json").read_text())
+    checks = record["reconciliation"]
+    assert checks["torture"]["fio_total"] == torture["jobs"][0]["write"]["total_ios"]
+    assert checks["fill"]["fio_total"] == size and checks["fill"]["within_tolerance"]
+    iops = [line.split(",")[1] for line in (run_dir / "iops.csv").read_text().splitlines()[1:]]
+    assert checks["torture"]["series_total"] == pytest.approx(
+        sum(float(v) for v in iops if v), abs=1.0)
+    assert checks["torture"]["missing_seconds"] == sum(1 for v in iops if not v)
+    warned = [w for w in record.get("warnings", []) if w.get("kind") == "reconciliation"]
+    assert bool(warned) == (not checks["torture"]["within_tolerance"])

@@ -26,24 +26,48 @@ def rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def test_torture_iops_csv_has_one_row_per_second_and_recovers_the_last(tmp_path: Path) -> None:
+def test_torture_iops_csv_has_one_row_per_second_and_never_invents_the_last(
+        tmp_path: Path) -> None:
     run_dir = make_run_dir(tmp_path, "torture-3s", "torture")
-    write_run_csvs(run_dir)
+    checks = write_run_csvs(run_dir)
     table = rows(run_dir / "iops.csv")
     assert [r["time_s"] for r in table] == ["0", "1", "2"]
     assert list(table[0]) == ["time_s", "iops", "mib_s", "lat_mean_us", "lat_p99_us",
                               "lat_p9999_us", "lat_max_us"]
-    # fio logged only 2 of the 3 seconds; the third comes from the final JSON totals.
+    # fio logged only 2 of the 3 seconds: the third stays empty (missing), not made up
     report = StageFiles(run_dir / "fio", "torture").report()
     assert report is not None
     _, total_ios = report.total("write")
     assert float(table[0]["iops"]) == 135276.0 and float(table[1]["iops"]) == 117305.0
-    assert float(table[2]["iops"]) > 0
-    assert sum(float(r["iops"]) for r in table) == pytest.approx(total_ios, rel=0.02)
+    assert table[2]["iops"] == "" and table[2]["mib_s"] == ""
+    # ... so the series is short of fio's own total by the unlogged second: a warning
+    check = checks["torture"]
+    assert (check.quantity, check.fio_total, check.missing_seconds) == ("ios", total_ios, 1)
+    assert check.series_total == 135276 + 117305 == 252581
+    assert check.relative_gap == pytest.approx(252581 / 318135 - 1) and not check.ok
+    assert "fio logged no value for 1 s" in (check.warning() or "")
     # latency from the lat and histogram logs, ordered sensibly
     first = table[0]
     assert 0 < float(first["lat_mean_us"]) < float(first["lat_max_us"])
     assert float(first["lat_p99_us"]) <= float(first["lat_p9999_us"]) <= float(first["lat_max_us"])
+
+
+def test_every_logged_second_adds_up_to_fios_total(tmp_path: Path) -> None:
+    """A run whose log holds every second (fio logged its final window): within 0.5%."""
+    run_dir = make_run_dir(tmp_path, "torture-3s", "torture")
+    log = run_dir / "fio" / "torture_iops.1.log"
+    # the real log plus the final window with the I/Os fio counted beyond it (318135 in all)
+    log.write_text(log.read_text() + "3000, 65554, 1, 0, 0\n")
+    check = write_run_csvs(run_dir)["torture"]
+    assert check.ok and check.relative_gap == 0.0 and check.missing_seconds == 0
+    assert check.warning() is None
+    # a doctored log (the first second's row removed) breaks it on purpose: a warning
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[1:]))
+    check = write_run_csvs(run_dir)["torture"]
+    assert check.relative_gap == pytest.approx(-135276 / 318135) and not check.ok
+    assert check.to_dict()["within_tolerance"] is False
+    assert check.warning() == ("iops.csv: the per-second series sums to 182,859 I/Os, fio's "
+                               "own total is 318,135 (-42.52%, more than 0.5%)")
 
 
 def test_cancelled_run_keeps_every_logged_second(tmp_path: Path) -> None:
@@ -66,9 +90,26 @@ def test_fill_with_empty_logs_comes_from_the_json_totals(tmp_path: Path) -> None
 def test_missing_and_duplicate_seconds(tmp_path: Path) -> None:
     t = np.array([1000.0, 2001.0, 2001.0, 5000.0, 5999.0])
     v = np.array([10.0, 20.0, 99.0, 50.0, 60.0])
-    vals, present = per_second(t, v, 7)
+    vals, present = per_second(t, v, 7)  # latency means: the first row of a second wins
     assert vals.tolist() == [10.0, 20.0, 0.0, 0.0, 50.0, 60.0, 0.0]
     assert present.tolist() == [True, True, False, False, True, True, False]
+    # rates (IOPS, KiB/s): a duplicate stamp is summed, not dropped
+    vals, present = per_second(t, v, 7, amounts=True)
+    assert vals.tolist() == [10.0, 119.0, 0.0, 0.0, 50.0, 60.0, 0.0]
+    # a final partial window (2000 → 2250 ms at 400/s: 100 I/Os) belongs to the third second
+    vals, present = per_second(np.array([1000.0, 2000.0, 2250.0]),
+                               np.array([300.0, 200.0, 400.0]), 3, amounts=True)
+    assert vals.tolist() == [300.0, 200.0, 100.0] and present.all()
+
+
+def test_a_final_partial_row_is_a_rate_over_the_partial_second(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path, "cancelled", "torture")  # job_runtime 2105 ms
+    log = run_dir / "fio" / "torture_iops.1.log"
+    log.write_text(log.read_text() + "2105, 80000, 1, 0, 0\n")  # 105 ms at 80000 IOPS
+    series = stage_series(StageFiles(run_dir / "fio", "torture"), "write")
+    assert series.iops.tolist() == [82428.0, 76495.0, pytest.approx(80000.0)]
+    assert series.last_second_s == pytest.approx(0.105)
+    assert (series.iops * series.seconds()).sum() == pytest.approx(82428 + 76495 + 8400)
 
 
 def test_newer_fio_extra_columns_and_torn_last_line(tmp_path: Path) -> None:
@@ -115,10 +156,11 @@ def test_histogram_percentiles() -> None:
     assert np.isnan(pct[1]).all() and np.isnan(mx[1])
 
 
-def test_stage_series_on_report_totals(tmp_path: Path) -> None:
+def test_bandwidth_series_take_the_unlogged_tail_from_fios_total(tmp_path: Path) -> None:
     run_dir = make_run_dir(tmp_path, "torture-3s", "torture")
     files = StageFiles(run_dir / "fio", "torture")
-    series = stage_series(files, "write")
+    series = stage_series(files, "write", latency=False, recover_tail=True)
     report = parse_report(__import__("json").loads(files.json.read_text()))
     total_bytes, _ = report.total("write")
-    assert (series.mib_s * series.seconds()).sum() * 2**20 == pytest.approx(total_bytes, rel=0.02)
+    assert (series.mib_s * series.seconds()).sum() * 2**20 == pytest.approx(total_bytes, rel=1e-9)
+    assert stage_series(files, "write").mib_s[-1] != stage_series(files, "write").mib_s[-1]

@@ -5,12 +5,20 @@ window; columns ``time_ms, value, ddir, bs, offset[, prio[, issue_time]]`` — n
 columns, only the first three are used) and ``<prefix>_clat_hist.1.log`` (``log_hist_msec``:
 ``time_ms, ddir, bs, bin0, bin1, …`` with per-interval counts). Their quirks, handled here:
 
-* the last second is often missing (fio flushes the final window only sometimes): its value
-  is recovered from the totals in fio's final JSON (total minus what the log holds);
-* duplicate timestamps (a flush of a partial window at the same time): the first row wins;
+* the last second is often missing (fio 3.33 never logs a final window shorter than
+  ``log_avg_msec``). In the IOPS series (``iops.csv``, ``randread.csv``) it stays empty: a
+  missing second is never invented. The bandwidth series (fill, probes, read scan) take the
+  bytes fio's final JSON counts beyond the log (total minus what the log holds) as the rate
+  of the trailing seconds, so ``fill.csv`` ends at the bytes fio wrote (docs/engine.md);
+* two rows in one second (a duplicate stamp, or a final partial window): their amounts are
+  summed, never dropped. A row whose window (time since the previous row) is shorter than
+  0.9 s is a partial window: it counts ``rate × window`` and belongs to the second its
+  window starts in; latency means are not amounts (the first row of a second wins);
 * timestamps jitter by a millisecond (1000, 2001, 3000): rows are put in the second whose
   end is nearest (``round(t/1000) - 1``);
 * a second with no row at all is a second without completed I/O: zero, never a gap.
+
+:func:`reconcile` compares each series with fio's own totals (run.json ``reconciliation``).
 
 Every second of a stage has exactly one CSV row: ``ceil((job_runtime_ms - 100) / 1000)``
 rows (at least one), the last one possibly a partial second.
@@ -22,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,19 +100,45 @@ def second_index(t_ms: F64) -> I64:
     return np.maximum(np.rint(t_ms / 1000.0).astype(np.int64) - 1, 0)
 
 
-def per_second(t_ms: F64, values: F64, n: int) -> tuple[F64, npt.NDArray[np.bool_]]:
-    """Place rows into n one-second slots (first row of a second wins); (values, present)."""
+def per_second(t_ms: F64, values: F64, n: int, *,
+               amounts: bool = False) -> tuple[F64, npt.NDArray[np.bool_]]:
+    """Place rows into n one-second slots; (values, present).
+
+    ``amounts`` (IOPS and bandwidth logs, whose rows are rates over the window since the
+    previous row): a partial window (shorter than 0.9 s) counts ``rate × window`` in the
+    second it starts in, and every row of a second is summed. Otherwise (latency means) the
+    first row of a second wins."""
     out = np.zeros(n, dtype=np.float64)
     present = np.zeros(n, dtype=bool)
     if n == 0 or t_ms.size == 0:
         return out, present
     sec = second_index(t_ms)
+    vals = values
+    if amounts:
+        prev = np.concatenate(([0.0], t_ms[:-1]))
+        window = t_ms - prev
+        partial = (window > 0) & (window < 1000.0 - TAIL_SLACK_MS)
+        start = np.maximum(np.rint(prev / 1000.0).astype(np.int64), 0)
+        sec = np.where(partial, start, sec)
+        vals = np.where(partial, values * window / 1000.0, values)
     keep = sec < n
-    sec, vals = sec[keep], values[keep]
+    sec, vals = sec[keep], vals[keep]
+    if amounts:
+        np.add.at(out, sec, vals)
+        present[sec] = True
+        return out, present
     uniq, first = np.unique(sec, return_index=True)
     out[uniq] = vals[first]
     present[uniq] = True
     return out, present
+
+
+def unlogged_tail(values: F64, present: npt.NDArray[np.bool_]) -> F64:
+    """The trailing seconds fio logged no row for are missing (NaN), never invented."""
+    out = values.copy()
+    last = int(np.flatnonzero(present)[-1]) if present.any() else -1
+    out[last + 1 :] = np.nan
+    return out
 
 
 def fill_tail(values: F64, present: npt.NDArray[np.bool_], total: float,
@@ -289,22 +323,30 @@ class Series:
         return dur
 
 
-def stage_series(files: StageFiles, direction: str, *, latency: bool = True) -> Series:
+def stage_series(files: StageFiles, direction: str, *, latency: bool = True,
+                 recover_tail: bool = False) -> Series:
+    """The per-second series of a stage. ``recover_tail`` (bandwidth series): trailing
+    seconds without a log row get what fio's final JSON counts beyond the log; otherwise
+    (IOPS series) they stay missing (NaN)."""
     report = files.report()
     n = stage_seconds(files, report)
     ddir = DDIR[direction]
     runtime_s = report.runtime_ms / 1000.0 if report else float(n)
     total_bytes, total_ios = report.total(direction) if report else (0, 0)
+    last = min(max(runtime_s - (n - 1), 0.0), 1.0) if n else 1.0
+    last = last or 1.0
 
-    iops_rows = _rows(files.log("iops"), ddir)
-    iops, present = per_second(iops_rows[:, 0], iops_rows[:, 1], n)
-    if report:
-        iops = fill_tail(iops, present, float(total_ios), runtime_s)
-    bw_rows = _rows(files.log("bw"), ddir)
-    kib, bw_present = per_second(bw_rows[:, 0], bw_rows[:, 1], n)
-    if report:
-        kib = fill_tail(kib, bw_present, total_bytes / 1024.0, runtime_s)
-    mib_s = kib / 1024.0
+    def series(kind: str, total: float) -> F64:
+        rows = _rows(files.log(kind), ddir)
+        amount, present = per_second(rows[:, 0], rows[:, 1], n, amounts=True)
+        if n:
+            amount[-1] /= last  # an amount over the last (possibly partial) second → a rate
+        if recover_tail and report:
+            return fill_tail(amount, present, total, runtime_s)
+        return unlogged_tail(amount, present)
+
+    iops = series("iops", float(total_ios))
+    mib_s = series("bw", total_bytes / 1024.0) / 1024.0
     nan = np.full(n, np.nan)
     lat_mean, p99, p9999, lmax = nan, nan, nan, nan
     if latency:
@@ -317,8 +359,69 @@ def stage_series(files: StageFiles, direction: str, *, latency: bool = True) -> 
             p99, p9999 = pct[:, 0], pct[:, 1]
     idle = iops <= 0
     lat = [np.where(idle, np.nan, a) for a in (lat_mean, p99, p9999, lmax)]
-    last = min(max(runtime_s - (n - 1), 0.0), 1.0) if n else 1.0
-    return Series(iops, mib_s, lat[0], lat[1], lat[2], lat[3], last or 1.0)
+    return Series(iops, mib_s, lat[0], lat[1], lat[2], lat[3], last)
+
+
+TOLERANCE = 0.005  # the per-second series must add up to fio's total within 0.5%
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """A stage's per-second series summed (value × duration of each second) against the
+    totals of fio's final JSON: I/Os for the IOPS series, bytes for the bandwidth series."""
+
+    stage: str
+    csv: str
+    quantity: str  # "ios" or "bytes"
+    series_total: float
+    fio_total: int
+    relative_gap: float | None  # (series − fio) / fio; None when fio moved nothing
+    missing_seconds: int  # seconds of the series without a value (fio logged none)
+    recovered_tail: bool  # bandwidth series: trailing seconds from fio's total
+    tolerance: float = TOLERANCE
+
+    @property
+    def ok(self) -> bool:
+        return self.relative_gap is not None and abs(self.relative_gap) <= self.tolerance
+
+    def to_dict(self) -> dict[str, object]:
+        gap = None if self.relative_gap is None else round(self.relative_gap, 6)
+        return {"csv": self.csv, "quantity": self.quantity,
+                "series_total": round(self.series_total, 1), "fio_total": self.fio_total,
+                "relative_gap": gap, "tolerance": self.tolerance, "within_tolerance": self.ok,
+                "missing_seconds": self.missing_seconds, "recovered_tail": self.recovered_tail}
+
+    def warning(self) -> str | None:
+        """The run.json warning for a gap beyond the tolerance (None when within)."""
+        if self.ok:
+            return None
+        unit = "I/Os" if self.quantity == "ios" else "bytes"
+        gap = "no total" if self.relative_gap is None else f"{self.relative_gap:+.2%}"
+        why = (f"; fio logged no value for {self.missing_seconds} s of it"
+               if self.missing_seconds else "")
+        return (f"{self.csv}: the per-second series sums to {self.series_total:,.0f} {unit}, "
+                f"fio's own total is {self.fio_total:,} ({gap}, more than "
+                f"{self.tolerance:.1%}){why}")
+
+
+def reconcile(stage: str, csv_name: str, series: Series, report: FioReport | None,
+              direction: str, *, recovered_tail: bool = False) -> Reconciliation | None:
+    """Compare one stage's series with fio's final JSON (None without a final JSON)."""
+    if report is None:
+        return None
+    nbytes, ios = report.total(direction)
+    dur = series.seconds()
+    if recovered_tail:
+        quantity, total = "bytes", nbytes
+        summed = float(np.nansum(series.mib_s * dur)) * MIB
+        missing = int(np.isnan(series.mib_s).sum())
+    else:
+        quantity, total = "ios", ios
+        summed = float(np.nansum(series.iops * dur))
+        missing = int(np.isnan(series.iops).sum())
+    gap = (summed - total) / total if total else (0.0 if summed == 0 else None)
+    return Reconciliation(stage, csv_name, quantity, summed, total, gap, missing,
+                          recovered_tail)
 
 
 # ---- CSV writing ----
@@ -382,12 +485,14 @@ def probes_csv(fio_dir: Path) -> str | None:
     return "\n".join(lines) + "\n" if len(lines) > 1 else None
 
 
-def write_run_csvs(run_dir: Path) -> None:
+def write_run_csvs(run_dir: Path) -> dict[str, Reconciliation]:
     """(Re)create iops.csv, fill.csv, probe-<phase>.csv, probes.csv, readscan.csv and
-    randread.csv of a run from ``run_dir/fio/*`` (only those whose fio files exist)."""
+    randread.csv of a run from ``run_dir/fio/*`` (only those whose fio files exist); return
+    each stage's reconciliation with fio's totals (stages with a final JSON)."""
     fio_dir = Path(run_dir) / "fio"
+    checks: dict[str, Reconciliation] = {}
     if not fio_dir.is_dir():
-        return
+        return checks
 
     def has(stage: str) -> StageFiles | None:
         files = StageFiles(fio_dir, stage)
@@ -395,19 +500,26 @@ def write_run_csvs(run_dir: Path) -> None:
             return files
         return None
 
+    def write(files: StageFiles, name: str, direction: str,
+              render: Callable[[Series], str], iops: bool) -> None:
+        series = stage_series(files, direction, latency=iops, recover_tail=not iops)
+        atomic.write_text(run_dir / name, render(series))
+        check = reconcile(files.stage, name, series, files.report(), direction,
+                          recovered_tail=not iops)
+        if check is not None:
+            checks[files.stage] = check
+
     if files := has("torture"):
-        atomic.write_text(run_dir / "iops.csv", iops_csv(stage_series(files, "write")))
+        write(files, "iops.csv", "write", iops_csv, True)
     if files := has("fill"):
-        atomic.write_text(run_dir / "fill.csv",
-                          fill_csv(stage_series(files, "write", latency=False)))
+        write(files, "fill.csv", "write", fill_csv, False)
     for phase in PROBE_PHASES:
         if files := has(f"probe-{phase}"):
-            atomic.write_text(run_dir / f"probe-{phase}.csv",
-                              probe_csv(stage_series(files, "write", latency=False)))
+            write(files, f"probe-{phase}.csv", "write", probe_csv, False)
     if (text := probes_csv(fio_dir)) is not None:
         atomic.write_text(run_dir / "probes.csv", text)
     if files := has("readscan"):
-        atomic.write_text(run_dir / "readscan.csv",
-                          readscan_csv(stage_series(files, "read", latency=False)))
+        write(files, "readscan.csv", "read", readscan_csv, False)
     if files := has("randread"):
-        atomic.write_text(run_dir / "randread.csv", iops_csv(stage_series(files, "read")))
+        write(files, "randread.csv", "read", iops_csv, True)
+    return checks

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ssdbench.fio import jobs
 from ssdbench.fio.jobs import JobFile, JobTarget
@@ -50,10 +51,13 @@ class FioStage:
         from ssdbench.fio.logs import write_run_csvs
 
         try:
-            write_run_csvs(ctx.run_dir)  # keep what was logged, whatever the outcome
+            checks = write_run_csvs(ctx.run_dir)  # keep what was logged, whatever the outcome
         except Exception as exc:
             if outcome.state == "done":
                 raise StageFailed(f"cannot turn fio's logs into CSV: {exc}") from exc
+            checks = {}
+        if (check := checks.get(job.stage)) is not None:
+            record_reconciliation(ctx, job.stage, check.to_dict(), check.warning())
         if job.total_bytes is not None and outcome.report is not None:
             record_coverage(ctx, job, outcome.report)
         if outcome.state == "cancelled":
@@ -86,6 +90,22 @@ def record_coverage(ctx: RunContext, job: JobFile, report: FioReport) -> None:
     coverage = dict(ctx.record.data.get("coverage") or {})
     coverage[job.stage] = entry
     ctx.record.set("coverage", coverage)
+
+
+def record_reconciliation(ctx: RunContext, stage: str, entry: dict[str, Any],
+                          warning: str | None) -> None:
+    """run.json ``reconciliation.<stage>`` (the per-second series against fio's totals) and,
+    for a gap beyond the tolerance, a ``warnings`` entry the report shows."""
+    data = ctx.record.data
+    checks = dict(data.get("reconciliation") or {})
+    checks[stage] = entry
+    ctx.record.set("reconciliation", checks)
+    if warning is not None:
+        warnings = [w for w in data.get("warnings") or []
+                    if not (isinstance(w, dict) and w.get("kind") == "reconciliation"
+                            and w.get("stage") == stage)]
+        warnings.append({"kind": "reconciliation", "stage": stage, "message": warning})
+        ctx.record.set("warnings", warnings)
 
 
 def _with_drive_state(ctx: RunContext, reason: str) -> str:
