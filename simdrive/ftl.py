@@ -49,13 +49,15 @@ class Personality:
     spare: float  # physical pages = user pages x (1 + spare)
     pages_per_block: int
     gc: str = "credit"  # "credit" (paced, per victim) or "burst" (host priority, N victims at once)
+    victim: str = "greedy"  # "greedy" (fewest valid pages) or "fifo" (oldest full block)
     low: int = 4  # foreground GC when the free pool is at or below this many blocks
     burst_median: float = 0.0  # burst: victims per burst ~ lognormal(median, sigma), capped
     burst_sigma: float = 0.0
     burst_cap: int = 0
-    jitter: float = 0.0  # lognormal sigma of each request's cost (mean 1)
+    jitter: float = 0.0  # lognormal sigma of a 4 KiB write's cost (mean 1; / sqrt(pages))
     idle_reserve: float = 0.0  # idle GC refills the free pool up to this fraction of user pages
     idle_min: float = 0.5  # a gap shorter than this (s) is not idle
+    idle_speedup: float = 1.0  # background GC runs this many times faster than foreground
     trim_eff: float = 1.0  # probability that a trimmed mapped page is really invalidated
     rzat: bool = True  # reads after TRIM return zeros (else the old data: DRAT)
     move_cost: float = 1.0
@@ -65,6 +67,8 @@ class Personality:
     def __post_init__(self) -> None:
         if self.gc not in ("credit", "burst"):
             raise ValueError(f"gc must be 'credit' or 'burst', not {self.gc!r}")
+        if self.victim not in ("greedy", "fifo"):
+            raise ValueError(f"victim must be 'greedy' or 'fifo', not {self.victim!r}")
         if self.low < 1:
             raise ValueError("low must be >= 1 (one free block is kept for GC)")
         if not 0.0 <= self.trim_eff <= 1.0:
@@ -74,6 +78,21 @@ class Personality:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def min_spare_blocks(p: Personality) -> int:
+    """Spare blocks a drive needs so that the GC reserve (`low` + the open blocks) is at
+    most a quarter of its spare: smaller drives degenerate into stalls."""
+    return 4 * (p.low + 2)
+
+
+def min_size(p: Personality) -> int:
+    """The smallest size (bytes, whole MiB) with `min_spare_blocks` spare blocks."""
+    user_blocks = math.ceil(min_spare_blocks(p) / p.spare)
+    while math.ceil(user_blocks * (1 + p.spare)) - user_blocks < min_spare_blocks(p):
+        user_blocks += 1
+    size = user_blocks * p.pages_per_block * PAGE
+    return -(-size // (1 << 20)) * (1 << 20)
 
 
 @dataclass
@@ -115,10 +134,12 @@ class FTL:
         self.nblocks = math.ceil(self.user_pages * (1.0 + personality.spare) / self.b)
         self.phys_pages = self.nblocks * self.b
         spare_blocks = self.nblocks - math.ceil(self.user_pages / self.b)
-        if spare_blocks < personality.low + 3:
+        need = min_spare_blocks(personality)
+        if spare_blocks < need:
             raise ValueError(
                 f"{size_bytes} bytes is too small for preset {personality.name}: "
-                f"{spare_blocks} spare blocks, needs at least {personality.low + 3}"
+                f"{spare_blocks} spare blocks, needs at least {need} "
+                f"(at least {min_size(personality)} bytes)"
             )
         self.idle_reserve_blocks = max(
             personality.low + 1, math.ceil(personality.idle_reserve * self.user_pages / self.b)
@@ -142,6 +163,7 @@ class FTL:
         self.bprev = array("l", [-1]) * n
         self.bhead = array("l", [-1]) * (b + 1)
         self.free: collections.deque[int] = collections.deque(range(n))
+        self.fifo: collections.deque[int] = collections.deque()  # full blocks, oldest first
         self.host_blk, self.host_wp = -1, b
         self.gc_blk, self.gc_wp = -1, b
         self.totals = Totals()
@@ -183,7 +205,13 @@ class FTL:
             self.valid[blk] -= 1
 
     def _victim(self) -> int:
-        """The full block with the fewest valid pages, or -1 if none has an invalid page."""
+        """Greedy: the full block with the fewest valid pages, or -1 if none has an invalid
+        page. FIFO: the oldest full block (-1 if no full block has an invalid page)."""
+        if self.p.victim == "fifo":
+            if self.bhead[self.b] >= 0 and all(
+                    self.bhead[v] < 0 for v in range(self.b)):
+                return -1
+            return self.fifo[0] if self.fifo else -1
         for v in range(self.b):
             blk = self.bhead[v]
             if blk >= 0:
@@ -198,6 +226,8 @@ class FTL:
     def _close(self, blk: int) -> None:
         self.state[blk] = FULL
         self._bucket_add(blk)
+        if self.p.victim == "fifo":
+            self.fifo.append(blk)
 
     def _gc_one(self) -> bool:
         """Reclaim one victim: move its valid pages to the GC frontier, erase it."""
@@ -205,6 +235,8 @@ class FTL:
         if blk < 0:
             return False
         self._bucket_del(blk)
+        if self.p.victim == "fifo":
+            self.fifo.popleft()
         b, p2l, l2p = self.b, self.p2l, self.l2p
         moved = 0
         base = blk * b
@@ -267,13 +299,16 @@ class FTL:
         self.totals.nand_pages += 1
 
     def _idle_gc(self, budget_units: float) -> tuple[int, float]:
-        """Background GC within an idle budget, up to the idle reserve. (victims, units)."""
+        """Background GC within an idle budget: victims until the free pool reaches the idle
+        reserve, then blocks without a valid page (erase only). Returns (victims, units)."""
         victims, used = 0, 0.0
         p = self.p
-        while len(self.free) < self.idle_reserve_blocks:
+        while True:
             blk = self._victim()
             if blk < 0:
                 break
+            if len(self.free) >= self.idle_reserve_blocks and self.valid[blk] > 0:
+                break  # above the reserve only wholly invalid blocks are erased (cheap)
             cost = self.valid[blk] * p.move_cost + p.erase_cost
             if used + cost > budget_units:
                 break
@@ -303,15 +338,21 @@ class FTL:
             self._bin(sec)[fld] += (nxt - t) * amount_per_s
             t = nxt
 
+    def idle(self, arrival: float) -> None:
+        """Background GC in the idle gap before `arrival` (run lazily by the next request)."""
+        self._idle(arrival)
+
     def _idle(self, arrival: float) -> None:
         gap = arrival - self.busy_until
         if gap < self.p.idle_min or self.busy_until <= 0.0:
             return
         nand0, moves0, erases0 = self.totals.nand_pages, self.totals.gc_moves, self.totals.erases
-        victims, used = self._idle_gc(gap / self.c_w)
+        speed = self.p.idle_speedup
+        victims, used = self._idle_gc(gap * speed / self.c_w)
         if victims:
             start = self.busy_until
-            end = start + used * self.c_w
+            end = start + used * self.c_w / speed
+            self.busy_until = end
             row = self._bin(math.floor(arrival))
             row[F_NAND_PAGES] += self.totals.nand_pages - nand0
             row[F_GC_MOVES] += self.totals.gc_moves - moves0
@@ -349,8 +390,8 @@ class FTL:
         gc_units = self._units
         self._units = 0.0
         jitter = 1.0
-        if self.p.jitter > 0:
-            s = self.p.jitter
+        if self.p.jitter > 0 and pages:
+            s = self.p.jitter / math.sqrt(len(pages))  # pages of one request vary independently
             jitter = self.rng.lognormvariate(-s * s / 2.0, s)
         host_units = len(pages) * jitter
         start = max(arrival, self.busy_until)

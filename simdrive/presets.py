@@ -40,7 +40,7 @@ PRESETS: dict[str, Personality] = {
         Personality(
             name="hostprio",
             description="SP610-like host-priority drive: full speed until the pool is empty, "
-            "then multi-second GC bursts (zero-IOPS seconds)",
+            "then multi-second GC bursts (zero-IOPS seconds); reads after TRIM return old data",
             spare=0.07,
             pages_per_block=256,
             gc="burst",
@@ -50,6 +50,7 @@ PRESETS: dict[str, Personality] = {
             burst_cap=48,
             jitter=0.02,
             idle_reserve=0.06,
+            rzat=False,
         ),
         Personality(
             name="sandforce",
@@ -59,7 +60,7 @@ PRESETS: dict[str, Personality] = {
             gc="credit",
             low=2,
             jitter=0.08,
-            idle_reserve=0.039,
+            idle_reserve=0.01,
             trim_eff=0.03,
         ),
     )
@@ -82,10 +83,14 @@ def lambert_w0(x: float) -> float:
         raise ValueError("lambert_w0 needs x >= -1/e")
     if x == 0.0:
         return 0.0
+    if x + 1.0 / math.e < 1e-15:
+        return -1.0  # the branch point
     w = math.log1p(x) if x > -0.25 else -1.0 + math.sqrt(2.0 * (1.0 + math.e * x))
     for _ in range(100):
         ew = math.exp(w)
         f = w * ew - x
+        if w == -1.0 or f == 0.0:
+            return w
         wn = w - f / (ew * (w + 1.0) - (w + 2.0) * f / (2.0 * w + 2.0))
         if abs(wn - w) <= 1e-14 * (1.0 + abs(wn)):
             return wn
@@ -115,21 +120,28 @@ def steady_iops_formula(
 
 
 def alpha_for(p: Personality, size_bytes: int, op_fraction: float = 0.0) -> float:
-    """Physical pages / pages in use when only (1 - op_fraction) of the LBAs are written."""
+    """Effective physical pages / pages in use when only (1 - op_fraction) of the LBAs are
+    written. The GC reserve (`low` free blocks plus, on average, one block's worth of the
+    two open frontiers) holds no data, so it is left out: it matters on small drives."""
     user = -(-size_bytes // 4096)
     blocks = math.ceil(user * (1.0 + p.spare) / p.pages_per_block)
     used = max(1, math.floor(user * (1.0 - op_fraction)))
-    return blocks * p.pages_per_block / used
+    return (blocks - reserve_blocks(p)) * p.pages_per_block / used
+
+
+def reserve_blocks(p: Personality) -> float:
+    """Blocks the FTL keeps out of the data's reach: the free pool at `low` (+ half a block
+    between GC rounds) and the two half-full open blocks (host and GC frontiers)."""
+    return p.low + 1.5
 
 
 def cliff_seconds_formula(
     p: Personality, size_bytes: int, fob_iops: float, op_fraction: float = 0.0
 ) -> float:
     """Seconds of 4K random writes after a full fill before the spare runs out:
-    (physical - used - reserve) / FOB; the reserve is the foreground GC trigger plus the
-    two open frontiers' blocks."""
+    (physical - used - reserve) / FOB, the reserve as in `reserve_blocks`."""
     user = -(-size_bytes // 4096)
     blocks = math.ceil(user * (1.0 + p.spare) / p.pages_per_block)
     used = max(1, math.floor(user * (1.0 - op_fraction)))
-    reserve = (p.low + 1) * p.pages_per_block
+    reserve = reserve_blocks(p) * p.pages_per_block
     return max(0.0, (blocks * p.pages_per_block - used - reserve) / fob_iops)

@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass
 
 from simdrive import presets
-from simdrive.ftl import F_HOST_WRITES, FTL, PAGE
+from simdrive.ftl import F_HOST_WRITES, FTL, PAGE, Personality
 
 T0 = 1_000_000.0  # virtual epoch of the twin's clock (any whole second)
 FILL_BLOCK = 128 * 1024
@@ -58,6 +58,10 @@ def cliff_second(iops: tuple[int, ...] | list[int], fob: float) -> int | None:
     return None
 
 
+def _personality(preset: str | Personality) -> Personality:
+    return preset if isinstance(preset, Personality) else presets.get(preset)
+
+
 def _span(size: int, op_fraction: float) -> int:
     span = math.floor(size * (1.0 - op_fraction))
     return span - span % PAGE
@@ -78,12 +82,12 @@ def _per_second(ftl: FTL, t0: float, t1: float) -> list[int]:
 
 
 def torture(
-    preset: str, size: int, *, fob_iops: float = 4000.0, op_fraction: float = 0.0,
+    preset: str | Personality, size: int, *, fob_iops: float = 4000.0, op_fraction: float = 0.0,
     seconds: float = 240.0, seed: int = 1,
 ) -> TortureRun:
     """Sanitized drive, sequential fill of the span (1 - op_fraction of the LBAs), then
     `seconds` of uniform 4 KiB random writes over the span at a saturated queue."""
-    ftl = FTL(presets.get(preset), size, fob_iops, seed)
+    ftl = FTL(_personality(preset), size, fob_iops, seed)
     span = _span(size, op_fraction)
     t = _sequential(ftl, T0, 0, span, FILL_BLOCK)
     fill_s = t - T0
@@ -102,9 +106,9 @@ def torture(
     for n in iops:
         run = run + 1 if n == 0 else 0
         longest = max(longest, run)
-    return TortureRun(preset, size, float(fob_iops), op_fraction, span, fill_s, tuple(iops),
-                      (ftl.totals.nand_pages - nand0) / host if host else 0.0, len(zero),
-                      longest)
+    wa = (ftl.totals.nand_pages - nand0) / host if host else 0.0
+    return TortureRun(_personality(preset).name, size, float(fob_iops), op_fraction, span,
+                      fill_s, tuple(iops), wa, len(zero), longest)
 
 
 @dataclass(frozen=True)
@@ -127,14 +131,15 @@ class TrimRun:
 
 
 def trim_run(
-    preset: str, size: int, *, fob_iops: float = 4000.0, probe_bytes: int | None = None,
-    torture_s: float = 60.0, gap_s: float = 1.0, idle_s: float = 10.0, seed: int = 1,
+    preset: str | Personality, size: int, *, fob_iops: float = 4000.0,
+    probe_bytes: int | None = None, torture_s: float = 60.0, gap_s: float = 1.0,
+    idle_s: float = 10.0, seed: int = 1,
 ) -> TrimRun:
     """ssdbench's TRIM run (stages/plans.py): sanitize, probe clean (window 0), fill,
     torture, `gap_s` idle, probe after_torture (window 1), TRIM of the span, `idle_s` idle,
     probe after_trim (window 2). A probe is min(probe_bytes, span/3), whole 16 MiB blocks
     when it is that large."""
-    ftl = FTL(presets.get(preset), size, fob_iops, seed)
+    ftl = FTL(_personality(preset), size, fob_iops, seed)
     span = _span(size, 0.0)
     probe = min(probe_bytes or span // 3, span // 3)
     probe -= probe % PAGE
@@ -143,6 +148,7 @@ def trim_run(
     free: list[int] = []
 
     def run_probe(t: float, window: int) -> tuple[float, float]:
+        ftl.idle(t)
         free.append(ftl.free_blocks)
         start = t
         t = _sequential(ftl, t, window * probe, probe, block)
@@ -159,7 +165,7 @@ def trim_run(
     t, tortured = run_probe(t + gap_s, 1)
     t, _, _ = ftl.trim(t + gap_s, 0, span)
     t, after = run_probe(t + idle_s, 2)
-    return TrimRun(preset, size, probe, clean, tortured, after,
+    return TrimRun(_personality(preset).name, size, probe, clean, tortured, after,
                    (free[0], free[1], free[2]))
 
 
