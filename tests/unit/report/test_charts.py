@@ -177,7 +177,10 @@ def test_one_drive_runs_share_scales_and_the_plan_top(tmp_path: Path, captured: 
     for name in ("iops-full-log", "iops-steady-log", "latency", "fill"):
         lims = {run: _find(captured, name, run).axes[0].get_ylim() for run in runs}
         assert lims["consistency-default"] == lims["consistency-op25"], name
-    lo, hi = _find(captured, "iops-full-log", runs[0]).axes[0].get_ylim()
+    full = _find(captured, "iops-full-log", runs[0])
+    xs = np.asarray(_line(full, "iops").get_xdata())  # each second mid-second, off the spine
+    assert xs[0] == 0.5 and full.axes[0].get_xlim() == (0.0, 300.0)
+    lo, hi = full.axes[0].get_ylim()
     both = np.concatenate(list(series.values()))
     assert lo < both[both > 0].min() and hi > both.max()
 

@@ -58,6 +58,7 @@ TITLE_PAD_IN = 0.12  # figure top edge to the suptitle
 ROW_IN = 0.3  # one legend / panel-header row at 10-12 pt
 GAP_PX = 8.0  # legend / panel label above the axes: clear of markers on the top edge
 BOTTOM_IN, RIGHT_IN, LEFT_IN = 0.65, 0.25, 0.9
+MID = 0.5  # a per-second value (time_s = the second's start) is drawn mid-second
 
 
 @dataclass(frozen=True)
@@ -313,9 +314,11 @@ def _iops_points(ax: Axes, t: FloatArray, iops: FloatArray, scale: LogScale | No
                  linear_top: float | None = None, label: str = "IOPS per second",
                  marker_size: float = 2.5) -> tuple[int, int]:
     """Per-second IOPS as points; zero seconds as red triangles (band on log axes); on a
-    linear axis with a fixed top, seconds above it as markers on the top edge.
+    linear axis with a fixed top, seconds above it as markers on the top edge. ``t`` is the
+    start of each second; it is drawn at the middle of its second (never on a spine).
 
     Returns (zero seconds, seconds above the top)."""
+    t = t + MID
     zero = iops == 0
     above = np.isfinite(iops) & (iops > linear_top) if linear_top is not None \
         else np.zeros(iops.size, bool)
@@ -429,12 +432,13 @@ def latency_figure(t: FloatArray, cols: Mapping[str, FloatArray], iops: FloatArr
     ax = axes[0, 0]
     scale = scale or latency_scale(cols)
     for key, label, colour, width in LATENCY_STYLES:
-        ax.plot(t, cols[key], color=colour, linewidth=width, label=label)
+        ax.plot(t + MID, cols[key], color=colour, linewidth=width, label=label)
     ax.set_yscale("log")
     ax.set_ylim(scale.bottom, scale.top)
     ax.axhspan(scale.bottom, scale.floor / 10**0.08, color=ZERO_BAND, zorder=0, lw=0)
     stall = iops == 0
-    ax.plot(t[stall], np.full(int(stall.sum()), scale.zero_y), linestyle="none", marker="v",
+    ax.plot(t[stall] + MID, np.full(int(stall.sum()), scale.zero_y), linestyle="none",
+            marker="v",
             markersize=6, color=ZERO, clip_on=False, gid="zero",
             label=f"no I/O completed: {int(stall.sum())} s (red band)")
     ax.yaxis.set_major_formatter(_us)
@@ -478,20 +482,21 @@ def fill_figure(t: FloatArray, mib_s: FloatArray, gib: FloatArray, *, title: str
     # a fill of a few seconds (a small drive): markers, or one second would be invisible;
     # the x ranges hold every point (none on a spine)
     short = t.size < 30
-    for ax, x, xlabel in ((axes[0, 0], t, "Time (s)"), (axes[0, 1], gib, "GiB written")):
+    for ax, x, xlabel in ((axes[0, 0], t + MID, "Time (s)"),
+                          (axes[0, 1], gib, "GiB written")):
         ax.plot(x, mib_s, color=POINT, linewidth=1.0, marker="o",
                 markersize=4 if short else 0, label="MiB/s per second")
         finite = x[np.isfinite(x)]
         hi = float(finite.max()) if finite.size else 0.0
-        if x is t:
-            ax.set_xlim(-0.5 if short else 0.0, hi + 1)
+        if ax is axes[0, 0]:
+            ax.set_xlim(0, hi + MID)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         else:
             ax.set_xlim(0, hi * 1.05 or 1.0)
         if mean_mib_s is not None:
             ax.axhline(mean_mib_s, color="#444444", linestyle="--", linewidth=1.2,
                        label=f"mean: {mean_mib_s:.0f} MiB/s ({mb_s(mean_mib_s):.0f} MB/s)")
-        at = cliff_s if x is t else cliff_gib
+        at = cliff_s if ax is axes[0, 0] else cliff_gib
         if at is not None:
             ax.axvline(at, color="#ff7f0e", linestyle="--", linewidth=1.5,
                        label="cache cliff")
@@ -539,16 +544,20 @@ def trim_figure(means: Mapping[str, float],
     _panel_label(ax, "probe means", fontsize=13)
     ax2 = axes[0, 1]
     for phase, (t, y) in series.items():
-        # markers: a probe shorter than two seconds is one point, not an invisible line
-        ax2.plot(t, y, color=PHASE_COLOURS.get(phase, "#333333"), linewidth=1.4,
-                 marker="o", markersize=4 if len(t) < 30 else 0,
+        # markers: a probe shorter than two seconds is one point, not an invisible line;
+        # shrinking sizes, so that equal values of two phases both stay visible
+        size = {"clean": 9.0, "after_torture": 6.5}.get(phase, 4.0)
+        ax2.plot(t + MID, y, color=PHASE_COLOURS.get(phase, "#333333"), linewidth=1.4,
+                 marker="o", markersize=size if len(t) < 30 else 0,
                  label=PHASE_LABELS.get(phase, phase))
-    if not any(len(t) for t, _ in series.values()):
+    end = max((float(t[-1]) + 1 for t, _ in series.values() if len(t)), default=0.0)
+    if end == 0:
         ax2.text(0.5, 0.5, "no per-second samples\n(each probe took less than a second)",
                  transform=ax2.transAxes, ha="center", va="center", fontsize=12,
                  color="#555555")
-    elif max(len(t) for t, _ in series.values()) < 2:
-        ax2.set_xlim(-0.5, 1.5)
+    else:
+        ax2.set_xlim(0, end)
+    if 0 < end < 2:
         ax2.text(0.5, 0.04, "each probe took under two seconds: one sample each",
                  transform=ax2.transAxes, ha="center", fontsize=11, color="#555555")
     ax2.set_ylim(0, top)
