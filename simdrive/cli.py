@@ -14,6 +14,7 @@ Runs with the system python3 (no venv): stdlib only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -21,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +129,7 @@ def start(args: argparse.Namespace) -> str:
     if old is not None and _pid_alive(old):
         raise SimdriveError(f"a simulated drive already runs in {d} (pid {old}); stop it first")
     sock = d / "nbd.sock"
-    for stale in (sock, pidfile, d / "data.img"):
+    for stale in (sock, pidfile, d / "data.img", d / "truth.jsonl"):
         stale.unlink(missing_ok=True)
     state = {
         "preset": personality.name, "size": size, "fob_iops": args.fob_iops,
@@ -251,6 +252,38 @@ def stop(args: argparse.Namespace) -> None:
         (d / "data.img").unlink(missing_ok=True)
     if errors:
         raise SimdriveError("; ".join(errors))
+
+
+def start_drive(d: str | Path, preset: str, size: int | str, *, fob_iops: float = DEFAULT_FOB,
+                serial: str = "SIM0001", model: str = "", sector_size: int = 512,
+                seed: int = 1) -> Path:
+    """Python API of `simdrive start`: the socket path."""
+    ns = argparse.Namespace(dir=str(d), preset=preset, size=str(size), fob_iops=fob_iops,
+                            serial=serial, model=model, sector_size=sector_size, seed=seed)
+    return Path(start(ns))
+
+
+def attach_drive(d: str | Path) -> str:
+    """Python API of `simdrive attach`: /dev/loopN."""
+    return attach(argparse.Namespace(dir=str(d)))
+
+
+def stop_drive(d: str | Path, *, keep_data: bool = False) -> None:
+    """Python API of `simdrive stop`."""
+    stop(argparse.Namespace(dir=str(d), keep_data=keep_data))
+
+
+@contextlib.contextmanager
+def running(d: str | Path, preset: str, size: int | str, *, attach_loop: bool = True,
+            **kw: Any) -> Iterator[tuple[Path, str | None]]:
+    """A simulated drive for the duration of a with-block: (socket, /dev/loopN or None);
+    stopped (loop, fuse mount, processes gone) however the block ends."""
+    sock = start_drive(d, preset, size, **kw)
+    try:
+        loop = attach_drive(d) if attach_loop else None
+        yield sock, loop
+    finally:
+        stop_drive(d)
 
 
 def show_presets() -> str:
