@@ -153,6 +153,9 @@ def start(args: argparse.Namespace) -> str:
         except FileNotFoundError:
             raise SimdriveError("nbdkit is not installed (apt-get install nbdkit "
                                 "nbdkit-plugin-python)") from None
+    # the daemon writes its pidfile after the parent has returned: wait for it
+    if proc.returncode == 0:
+        _wait(lambda: _read_pid(pidfile) is not None and sock.exists(), 30.0)
     pid = _read_pid(pidfile)
     if proc.returncode != 0 or pid is None or not sock.exists():
         if pid is not None:
