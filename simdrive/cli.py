@@ -5,6 +5,7 @@
     simdrive attach --dir DIR                               -> prints /dev/loopN (host path)
     simdrive detach --dir DIR
     simdrive stop --dir DIR [--keep-data]
+    simdrive sanitize --dir DIR                             (host-side secure erase)
     simdrive presets
     simdrive twin --preset NAME --size SIZE [--fob-iops N] [--op PERCENT] [--seconds S]
 
@@ -289,6 +290,21 @@ def running(d: str | Path, preset: str, size: int | str, *, attach_loop: bool = 
         stop_drive(d)
 
 
+def sanitize(args: argparse.Namespace) -> None:
+    """Reset the drive from the host, as a vendor's secure-erase tool would: for drives
+    whose own erase path is a TRIM the drive ignores (SandForce-like on QEMU SATA)."""
+    d = Path(args.dir).resolve()
+    _state(d)
+    pid = _read_pid(d / "nbd.pid")
+    if pid is None or not _pid_alive(pid):
+        raise SimdriveError(f"no simulated drive runs in {d}")
+    request = d / "sanitize.request"
+    request.write_text("sanitize\n")
+    if not _wait(lambda: not request.exists(), 30.0):
+        request.unlink(missing_ok=True)
+        raise SimdriveError("the drive did not serve the sanitize request within 30 s")
+
+
 def show_presets() -> str:
     from simdrive.expected import describe_all
     return describe_all()
@@ -320,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("stop", help="detach and stop the drive (truth.jsonl stays)")
     s.add_argument("--dir", required=True)
     s.add_argument("--keep-data", action="store_true", help="keep DIR/data.img")
+    sub.add_parser("sanitize", help="reset the drive from the host (a vendor secure erase)"
+                   ).add_argument("--dir", required=True)
     sub.add_parser("presets", help="the presets and their expected answers")
     s = sub.add_parser("twin", help="run the offline twin: expected cliff and steady state")
     s.add_argument("--preset", required=True)
@@ -338,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
             detach(args)
         elif args.cmd == "stop":
             stop(args)
+        elif args.cmd == "sanitize":
+            sanitize(args)
         elif args.cmd == "presets":
             print(show_presets())
         else:

@@ -83,10 +83,21 @@ def _flush_truth(everything: bool = False) -> None:
 
 
 def _ticker() -> None:
+    """Every 0.5 s: write the finished seconds; serve a host-side sanitize request
+    (`scripts/simdrive sanitize`: DIR/sanitize.request, removed when done)."""
+    request = os.path.join(os.path.dirname(os.path.abspath(_cfg["data"])), "sanitize.request")
     while not _stop.wait(0.5):
         with _lock:
-            if _st.ftl is not None and _st.truth is not None:
-                _flush_truth()
+            if _st.ftl is None or _st.truth is None:
+                continue
+            if os.path.exists(request):
+                now = time.time()
+                _st.ftl.sanitize(now)
+                _punch(0, _st.ftl.size)
+                _st.ftl.events.append({"event": "sanitize", "time": now, "via": "host"})
+                _st.zero_run_end = -1
+                os.unlink(request)
+            _flush_truth()
 
 
 def config(key: str, value: str) -> None:

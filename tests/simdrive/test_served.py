@@ -116,10 +116,16 @@ def test_bad_start_is_refused_and_leaves_nothing(workdir: Path) -> None:
                      str(workdir)]) == 1
 
 
-def test_4kn_drive_and_double_start(workdir: Path) -> None:
+def test_4kn_drive_double_start_and_host_sanitize(workdir: Path) -> None:
     with cli.running(workdir, "enterprise", "1831488s", sector_size=4096) as (_, dev):
         assert dev is not None
         assert run("blockdev", "--getss", dev).strip() == "4096"
         with pytest.raises(SimdriveError, match="already runs"):
             cli.start_drive(workdir, "enterprise", "1831488s")
+        pwrite(dev, 8192, b"\x5a" * 8192)
+        assert cli.main(["sanitize", "--dir", str(workdir)]) == 0  # host-side secure erase
+        assert pread(dev, 8192, 8192) == bytes(8192)
     assert leftovers(workdir) == []
+    sanitized = truth.load(workdir / "truth.jsonl").events_of("sanitize")
+    assert [e["via"] for e in sanitized] == ["host"]
+    assert cli.main(["sanitize", "--dir", str(workdir)]) == 1  # stopped: a clear error
