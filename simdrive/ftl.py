@@ -9,11 +9,14 @@ sleeps until `done`, so the drive's IOPS are exactly 1/cost whatever the host ov
 Costs are counted in page-program units: a host page program is 1 (times the request's
 jitter), a GC page move `move_cost`, a block erase `erase_cost`, a page read `read_cost`.
 
-GC: foreground when the host frontier needs a new block and the free pool is at `low`
-("credit": reclaim victims until the pool is above `low`, each victim's time charged to the
-write that triggered it, i.e. tens of ms; "burst": reclaim a drawn number N of victims at
-once, a host-priority drive's stall of seconds), and background during idle gaps of at least
-`idle_min` s, up to `idle_reserve` (fraction of user capacity) free, within the idle time.
+GC: foreground ("credit": once the free pool is within two blocks of `low`, one victim each
+time the host has used up the pages the previous victim freed, its time charged to the write
+that triggered it, i.e. tens of ms, as NVMeVirt's write credits; "burst": when the host
+frontier needs a block and the pool is at `low`, a drawn number N of victims at once, a
+host-priority drive's stall of seconds; both: victims until the pool is above `low` when
+the host needs a block), and background during idle gaps of at least `idle_min` s, up to
+`idle_reserve` (fraction of user capacity) free, then wholly invalid blocks, within the
+idle time.
 
 Per-second ground truth is binned by CLOCK_REALTIME epoch seconds (`bins`, `final_bins`);
 events (trim, zero, sanitize, idle GC) go to `events`.
@@ -168,6 +171,7 @@ class FTL:
         self.gc_blk, self.gc_wp = -1, b
         self.totals = Totals()
         self._units = 0.0  # GC work done by the current call (page-program units)
+        self.credits = 0.0  # credit GC: host pages allowed before the next victim
 
     def mapped_pages(self) -> int:
         return sum(1 for x in self.l2p if x >= 0)
@@ -263,6 +267,7 @@ class FTL:
         t.nand_pages += moved
         t.erases += 1
         self._units += moved * self.p.move_cost + self.p.erase_cost
+        self.credits += b - moved
         return True
 
     def _foreground_gc(self) -> None:
@@ -285,6 +290,12 @@ class FTL:
         old = self.l2p[lpn]
         if old >= 0:
             self._invalidate(old)
+        if self.p.gc == "credit":
+            # NVMeVirt-like write credits: near the floor, one victim whenever the pages
+            # freed by the last one are used up, so GC is spread over the host writes
+            if self.credits <= 0 and len(self.free) <= self.p.low + 2:
+                self._gc_one()
+            self.credits = max(0.0, self.credits - 1.0)
         if self.host_wp >= self.b:
             if self.host_blk >= 0:
                 self._close(self.host_blk)

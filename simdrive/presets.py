@@ -130,9 +130,10 @@ def alpha_for(p: Personality, size_bytes: int, op_fraction: float = 0.0) -> floa
 
 
 def reserve_blocks(p: Personality) -> float:
-    """Blocks the FTL keeps out of the data's reach: the free pool at `low` (+ half a block
-    between GC rounds) and the two half-full open blocks (host and GC frontiers)."""
-    return p.low + 1.5
+    """Blocks the FTL keeps out of the data's reach: the free pool (about `low` + 0.5 for
+    burst GC, `low` + 2 for credit GC, which starts two blocks early) and the two half-full
+    open blocks (host and GC frontiers)."""
+    return p.low + (3.0 if p.gc == "credit" else 1.5)
 
 
 def cliff_seconds_formula(
