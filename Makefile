@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: all deps venv lint test test-unit test-ui test-integration test-e2e demo bench \
+.PHONY: all deps venv lint test test-unit test-ui test-integration test-e2e test-image-python demo bench \
         dev-image image qemu buildroot-% clean
 
 all: test
@@ -28,9 +28,11 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# The README's test command: every tier (unit, UI, integration on loop devices, e2e in QEMU).
+# The README's test command: every tier (unit, UI, integration on loop devices, e2e in QEMU,
+# the Buildroot checks), then the unit and UI tests again on the image's Python pins.
 test: deps venv lint
 	$(PY) -m pytest $(PYTEST_ARGS) tests
+	scripts/test-image-python.sh
 
 test-unit: venv
 	$(PY) -m pytest $(PYTEST_ARGS) tests/unit
@@ -40,6 +42,10 @@ test-integration: deps venv
 	$(PY) -m pytest $(PYTEST_ARGS) tests/integration
 test-e2e: deps venv
 	$(PY) -m pytest $(PYTEST_ARGS) tests/e2e
+# Unit + UI tests with the release image's Python package versions (scripts/image-pins.txt)
+# on the newest CPython this machine can get (docs/buildroot.md, "Python versions").
+test-image-python: deps
+	scripts/test-image-python.sh $(PYTEST_ARGS)
 
 # The main job: the appliance in QEMU testing virtual drives; results in demo-results/.
 demo: deps venv

@@ -333,3 +333,34 @@ def test_image_busybox_has_the_mdev_daemon(tree: Path) -> None:
     fragment = (brtree.EXTERNAL / "busybox.fragment").read_text()
     assert re.search(r"^CONFIG_FEATURE_MDEV_DAEMON=y$", config, re.M)
     assert not re.search(r"^(# )?CONFIG_FEATURE_MDEV_DAEMON( is not set|=n)", fragment, re.M)
+
+
+# Target Python packages of the image that the tests do not need pinned: ours, and build-time
+# only ones Buildroot installs anyway (setuptools, pybind11's headers).
+NOT_PINNED = {"python-ssdbench", "python-setuptools", "python-pybind"}
+
+
+def test_image_pins_are_the_image_versions(show_info: dict[str, brtree.Package]) -> None:
+    """scripts/image-pins.txt (the pinned-Python test tier, scripts/test-image-python.sh) is
+    exactly the image's Python stack: every pin at the version Buildroot builds, every target
+    Python package pinned, and the image's Python version."""
+    text = (brtree.REPO / "scripts" / "image-pins.txt").read_text()
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)$", text, re.M))
+    wrong = {
+        name: (version, show_info[_buildroot_name(name)].version if
+               _buildroot_name(name) in show_info else "not in the image")
+        for name, version in pins.items()
+        if _buildroot_name(name) not in show_info
+        or show_info[_buildroot_name(name)].version != version
+    }
+    assert not wrong, f"pin -> (pinned, image): {wrong}"
+    pinned = {_buildroot_name(n) for n in pins}
+    unpinned = sorted(
+        p.name for p in show_info.values()
+        if p.kind == "target" and p.name.startswith("python-")
+        and p.name not in pinned | NOT_PINNED
+    )
+    assert not unpinned, f"image Python packages missing from image-pins.txt: {unpinned}"
+    image_python = re.search(r"^# image python: (\S+)$", text, re.M)
+    assert image_python, "image-pins.txt: no '# image python:' line"
+    assert image_python.group(1) == show_info["python3"].version
