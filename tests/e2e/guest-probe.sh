@@ -3,6 +3,7 @@
 section() { echo "--- $1 ---"; }
 section image-id; cat /etc/ssdbench-image-id
 section kernel; uname -r
+section hotplug; pidof mdev || echo 'no mdev daemon'; ls /proc/sys/kernel/hotplug 2>&1
 section cmdline; cat /proc/cmdline
 section efi; if [ -d /sys/firmware/efi ]; then echo uefi; else echo bios; fi
 section boot-device; cat /run/initramfs/ssdbench-boot-device

@@ -130,6 +130,15 @@ def test_guest_userland(bios: Boot) -> None:
     assert "smartctl" in tools
 
 
+def test_hotplug_events_reach_mdev(bios: Boot) -> None:
+    """rcS runs BusyBox mdev as a netlink daemon: the kernel has no uevent helper
+    (/proc/sys/kernel/hotplug is absent), so that is what loads drivers for devices plugged
+    in after boot (docs/image.md, "Hot plug")."""
+    hotplug = bios.section("hotplug").splitlines()
+    assert hotplug[0].split() and hotplug[0].split()[0].isdigit(), hotplug
+    assert "No such file" in hotplug[1], hotplug
+
+
 def test_results_copied_off_the_stick_after_power_off(bios: Boot) -> None:
     assert (bios.results / "README.txt").is_file()
     assert (bios.results / "guest-probe.sh").read_bytes() == PROBE.read_bytes()
