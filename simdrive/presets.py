@@ -60,7 +60,7 @@ PRESETS: dict[str, Personality] = {
             gc="credit",
             low=2,
             jitter=0.08,
-            idle_reserve=0.01,
+            idle_reserve=0.005,
             trim_eff=0.03,
         ),
     )
