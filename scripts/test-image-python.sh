@@ -16,7 +16,8 @@
 # says so loudly. IMAGE_PYTHON=/path/to/python skips the search.
 #
 # Environment: SSDBENCH_CACHE (default ~/.cache/ssdbench): interpreters, apt lists, venvs.
-# The venv is rebuilt when image-pins.txt or tui/pyproject.toml changes. See docs/buildroot.md.
+# The venv is rebuilt when image-pins.txt or tui/pyproject.toml changes; the tests import
+# ssdbench from this checkout's tui/src (PYTHONPATH). See docs/buildroot.md.
 set -euo pipefail
 shopt -s inherit_errexit nullglob
 
@@ -140,7 +141,9 @@ if [[ $version != 3.$image_minor.* ]]; then
 fi
 
 # --- the venv with the image's pins ------------------------------------------------------
-key=$(cat "$pins" "$repo/tui/pyproject.toml" | sha256sum | cut -c1-12)
+# (ssdbench itself is not installed: the venv is shared by every checkout on the machine, each
+# run imports its own tui/src through PYTHONPATH)
+key=$({ echo venv-2; cat "$pins" "$repo/tui/pyproject.toml"; } | sha256sum | cut -c1-12)
 venv=$cache/image-venv-$version-$key
 if [[ ! -f $venv/.ready ]]; then
     say "creating $venv (Python $version, scripts/image-pins.txt)"
@@ -155,7 +158,6 @@ EOF
     )
     pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
     "${pip[@]}" install -c "$pins" -r "$pins" "${test_tools[@]}"
-    "${pip[@]}" install --no-deps -e "$repo/tui"
     touch "$venv/.ready"
 fi
 # The pins hold (a test tool did not pull a newer textual or rich, nothing is broken).
@@ -172,6 +174,7 @@ EOF
 "$venv/bin/python" -m pip --disable-pip-version-check check >&2
 say "Python $version; $(grep -cE '^[A-Za-z0-9_.-]+==' "$pins") packages at the image's versions (textual $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("textual"))'))"
 cd "$repo"
+export PYTHONPATH=$repo/tui/src${PYTHONPATH:+:$PYTHONPATH}
 # Left out here (they run in the main pass of `make test`): the two UI tests that drive a real
 # fio run on a loop device (about 80 s together on 2 cores); their Textual and numpy side is
 # covered by the other UI and report tests at the pinned versions.
