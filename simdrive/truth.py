@@ -112,6 +112,35 @@ class Truth:
                 best, best_err = start, err
         return best
 
+    def fio_windows(self, rows: Sequence[tuple[float, float]], start: float
+                    ) -> list[tuple[float, float, float]]:
+        """fio's own per-second log against the model: `rows` are (time_ms, iops) lines of
+        a `write_iops_log` with `log_avg_msec=1000` (fio/<stage>_iops.1.log), `start` the
+        epoch of fio's time 0. fio closes a window only when an I/O completes, so windows
+        are irregular (a stall stretches one); each row covers (previous time, time] and
+        its value is I/Os / window. Returns (time_ms, fio I/Os, model writes) per row."""
+        out = []
+        prev = 0.0
+        for t_ms, iops in rows:
+            n = iops * (t_ms - prev) / 1000.0
+            out.append((t_ms, n, self.writes_between(start + prev / 1000.0,
+                                                     start + t_ms / 1000.0)))
+            prev = t_ms
+        return out
+
+    def align_fio(self, rows: Sequence[tuple[float, float]], near: float,
+                  search_s: float = 2.0) -> float:
+        """The epoch of fio's time 0 (10-ms steps within `near` +- `search_s`) where its
+        log's windows match the model best. `near`: e.g. fio JSON `timestamp_ms` minus
+        the job's `job_runtime`, / 1000."""
+        best, best_err = near, math.inf
+        for k in range(-int(search_s * 100), int(search_s * 100) + 1):
+            start = near + k / 100.0
+            err = sum(abs(a - b) for _, a, b in self.fio_windows(rows, start))
+            if err < best_err:
+                best, best_err = start, err
+        return best
+
     def zero_seconds(self, t0: float = float("-inf"), t1: float = float("inf")) -> list[int]:
         return [s.t for s in self.window(t0, t1) if s.zero_second]
 

@@ -1,0 +1,61 @@
+"""The ground-truth log: records written by the model, read back, compared with fio-shaped
+per-second logs whose windows are neither epoch-aligned nor regular."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simdrive import truth
+from simdrive.ftl import FTL, PAGE, Personality, record
+
+
+def model_log() -> tuple[str, FTL]:
+    """A drive paced at 1000 IOPS: writes from epoch 1000.3 to 1004.3, then a gap, then
+    one second more from 1010.5."""
+    p = Personality("t", "test", spare=0.5, pages_per_block=16, low=1)
+    ftl = FTL(p, 64 * 2**20, 1000.0)
+    for i in range(4000):
+        ftl.write(1000.3005, i * PAGE, PAGE)
+    for i in range(1000):
+        ftl.write(1010.5, i * PAGE, PAGE)
+    lines = [json.dumps({"event": "start", "time": 1000.0, "preset": "t"})]
+    lines += [json.dumps(record(s, row, 0)) for s, row in ftl.final_bins(2000.0)]
+    return "\n".join(lines) + "\n", ftl
+
+
+def test_records_round_trip_and_window_counts() -> None:
+    text, _ = model_log()
+    log = truth.parse(text)
+    assert log.start["preset"] == "t"
+    assert [s.t for s in log.seconds] == [1000, 1001, 1002, 1003, 1004, 1010, 1011]
+    assert sum(s.host_writes for s in log.seconds) == 5000
+    assert log.iops(1000, 1005) == {1000: 699, 1001: 1000, 1002: 1000, 1003: 1000, 1004: 301}
+    assert log.iops(1000, 1012)[1007] == 0  # a second without a record is 0
+    assert log.writes_between(1001.3, 1002.3) == pytest.approx(1000, abs=1)
+    assert log.resample(1000.3, 4) == pytest.approx([1000] * 4, abs=1)
+    assert log.zero_seconds() == []  # idle seconds are not stalls
+
+
+def test_align_finds_the_phase_of_a_per_second_series() -> None:
+    log = truth.parse(model_log()[0])
+    # a series that starts at 1009.8: 0.7 s idle + 0.3 s of writes, then 700
+    series = [300.0, 700.0]
+    assert log.align(series, near=1010.3, search_s=1.0) == pytest.approx(1009.8, abs=0.011)
+
+
+def test_fio_windows_follow_fios_irregular_windows() -> None:
+    log = truth.parse(model_log()[0])
+    # fio's time 0 at epoch 1000.3; windows of 1 s, 1.5 s, 1.5 s (fio closes a window at a
+    # completion, so a stall stretches one), values are I/Os per second of the window
+    rows = [(1000, 1000.0), (2500, 1000.0), (4000, 1000.0)]
+    got = log.fio_windows(rows, 1000.3)
+    assert [round(f) for _, f, _ in got] == [1000, 1500, 1500]
+    assert [m for *_, m in got] == pytest.approx([1000, 1500, 1500], abs=2)
+    assert log.align_fio(rows, near=1000.0, search_s=0.5) == pytest.approx(1000.3, abs=0.011)
+
+
+def test_bad_log_line_is_named() -> None:
+    with pytest.raises(ValueError, match="line 2"):
+        truth.parse('{"event": "start", "time": 1}\n{not json\n')
