@@ -68,7 +68,7 @@ def test_tui_on_the_serial_console_runs_a_quick_plan(dev_image: Path, tmp_path: 
         s = screen.key("Space", until=lambda t: re.search(rf"\[x\]\s+{name} ", t) is not None)
         s = screen.key("p", until=f"Plan for {name}")
         assert "Preset            quick" in s
-        # secure erase stays (QEMU's NVMe formats); OP 0, 3 s tortures, 4 MiB probes
+        # secure erase stays (QEMU's NVMe formats); OP 0, 5 s tortures, 4 MiB probes
         screen.key("Tab")  # erase method
         shrink_quick_plan(screen, 120)
         s = screen.key("C-s", until="Consent 1/1")

@@ -65,7 +65,9 @@ def test_torture_of_n_seconds_gives_n_rows(loop: tuple[str, Path], tmp_path: Pat
     write_run_csvs(tmp_path)
     table = csv_rows(tmp_path / "iops.csv")
     assert [r["time_s"] for r in table] == ["0", "1", "2"]
-    assert all(float(r["iops"]) > 0 for r in table)
+    # the last second is empty when fio did not log it (never invented: docs/engine.md)
+    assert all(float(r["iops"]) > 0 for r in table[:2])
+    assert table[2]["iops"] == "" or float(table[2]["iops"]) > 0
 
 
 def test_cancelled_torture_keeps_its_logs(loop: tuple[str, Path], tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ async def test_quick_plan_on_a_loop_device_reaches_results(loop_device: str,
         await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen), what="plan")
         plan = app.screen
         plan.query_one("#erase", Select).value = "discard"
-        for field, value in (("op_levels", "0"), ("torture_seconds", "3"),
+        for field, value in (("op_levels", "0"), ("torture_seconds", "5"),
                              ("trim_torture_seconds", "3"), ("probe_gib", "0.004")):
             plan.query_one(f"#{field}", Input).value = value
         await pilot.pause()
@@ -63,7 +63,7 @@ async def test_quick_plan_on_a_loop_device_reaches_results(loop_device: str,
         by_run = {s.run: s for s in res.summaries}
         assert set(by_run) == {"consistency-default", "trim"}
         cons = by_run["consistency-default"]
-        assert cons.state == "done" and cons.iops and len(cons.iops) == 3
+        assert cons.state == "done" and cons.iops and len(cons.iops) == 5
         assert cons.steady_mean is not None and cons.steady_mean > 0
         assert by_run["trim"].trim_verdict is not None
         assert (results / "index.html").is_file()

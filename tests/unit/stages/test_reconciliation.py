@@ -21,7 +21,7 @@ from tests.unit.fio.conftest import make_run_dir
 def test_a_doctored_log_becomes_a_warning_in_run_json_and_the_report(tmp_path: Path) -> None:
     run_dir = make_run_dir(tmp_path, "torture-3s", "torture")
     log = run_dir / "fio" / "torture_iops.1.log"
-    log.write_text(log.read_text() + "3000, 65554, 1, 0, 0\n")  # every second logged
+    log.write_text(log.read_text() + "3000, 65751, 1, 0, 0\n")  # every second logged
     record = RunRecord.create(run_dir, run="consistency-default", kind="consistency",
                               drive={}, target={}, params={}, tools={})
     ctx = RunContext(host=live_host(), run_dir=run_dir, drive_name="loop9",
@@ -38,13 +38,13 @@ def test_a_doctored_log_becomes_a_warning_in_run_json_and_the_report(tmp_path: P
     assert meta["reconciliation"]["torture"]["within_tolerance"] is True
     assert run_warnings(meta) == []
 
-    log.write_text("".join(log.read_text().splitlines(keepends=True)[1:]))  # doctored
+    log.write_text(log.read_text().replace("1000, 135276,", "1000, 35276,"))  # doctored
     meta = check_and_record()
     entry = meta["reconciliation"]["torture"]
-    assert (entry["series_total"], entry["fio_total"]) == (182859.0, 318135)
-    assert entry["within_tolerance"] is False and entry["relative_gap"] < -0.4
+    assert entry["fio_total"] == 318135 and 218000 < entry["series_total"] < 219000
+    assert entry["within_tolerance"] is False and entry["relative_gap"] < -0.3
     [warning] = run_warnings(meta)
-    assert warning.startswith("iops.csv: the per-second series sums to 182,859 I/Os")
+    assert warning.startswith("iops.csv: the per-second series sums to 218,")
     assert "fio&#x27;s own total is 318,135" in warnings_html(run_warnings(meta))
     # checked again (the same stage): one warning, not two
     assert len(run_warnings(check_and_record())) == 1

@@ -7,16 +7,15 @@ columns, only the first three are used) and ``<prefix>_clat_hist.1.log`` (``log_
 
 * the last second is often missing (fio 3.33 never logs a final window shorter than
   ``log_avg_msec``). In the IOPS series (``iops.csv``, ``randread.csv``) it stays empty: a
-  missing second is never invented. The bandwidth series (fill, probes, read scan) take the
-  bytes fio's final JSON counts beyond the log (total minus what the log holds) as the rate
-  of the trailing seconds, so ``fill.csv`` ends at the bytes fio wrote (docs/engine.md);
-* two rows in one second (a duplicate stamp, or a final partial window): their amounts are
-  summed, never dropped. A row whose window (time since the previous row) is shorter than
-  0.9 s is a partial window: it counts ``rate × window`` and belongs to the second its
-  window starts in; latency means are not amounts (the first row of a second wins);
-* timestamps jitter by a millisecond (1000, 2001, 3000): rows are put in the second whose
-  end is nearest (``round(t/1000) - 1``);
-* a second with no row at all is a second without completed I/O: zero, never a gap.
+  missing second is never invented. The bandwidth series (fill, probes, read scan) give the
+  unlogged time the bytes fio's final JSON counts beyond the log, so ``fill.csv`` ends at
+  the bytes fio wrote (docs/engine.md);
+* windows stretch and stamps drift under load (1000, …, 40432, 41503): IOPS and bandwidth
+  rows are rates over the window since the previous row, and :func:`resample` spreads each
+  row's amount over the seconds its window overlaps (no false zero second, nothing
+  dropped); a duplicate stamp is summed over the previous row's window;
+* latency means are placed by ``round(t/1000) - 1`` (the first row of a second wins);
+* a second inside the log with no I/O is zero (fio logs rate 0 rows), never a gap.
 
 :func:`reconcile` compares each series with fio's own totals (run.json ``reconciliation``).
 
@@ -100,70 +99,94 @@ def second_index(t_ms: F64) -> I64:
     return np.maximum(np.rint(t_ms / 1000.0).astype(np.int64) - 1, 0)
 
 
-def per_second(t_ms: F64, values: F64, n: int, *,
-               amounts: bool = False) -> tuple[F64, npt.NDArray[np.bool_]]:
-    """Place rows into n one-second slots; (values, present).
-
-    ``amounts`` (IOPS and bandwidth logs, whose rows are rates over the window since the
-    previous row): a partial window (shorter than 0.9 s) counts ``rate × window`` in the
-    second it starts in, and every row of a second is summed. Otherwise (latency means) the
-    first row of a second wins."""
+def per_second(t_ms: F64, values: F64, n: int) -> tuple[F64, npt.NDArray[np.bool_]]:
+    """Place rows into n one-second slots (latency means: the first row of a second wins);
+    (values, present)."""
     out = np.zeros(n, dtype=np.float64)
     present = np.zeros(n, dtype=bool)
     if n == 0 or t_ms.size == 0:
         return out, present
     sec = second_index(t_ms)
-    vals = values
-    if amounts:
-        prev = np.concatenate(([0.0], t_ms[:-1]))
-        window = t_ms - prev
-        partial = (window > 0) & (window < 1000.0 - TAIL_SLACK_MS)
-        start = np.maximum(np.rint(prev / 1000.0).astype(np.int64), 0)
-        sec = np.where(partial, start, sec)
-        vals = np.where(partial, values * window / 1000.0, values)
     keep = sec < n
-    sec, vals = sec[keep], vals[keep]
-    if amounts:
-        np.add.at(out, sec, vals)
-        present[sec] = True
-        return out, present
+    sec, vals = sec[keep], values[keep]
     uniq, first = np.unique(sec, return_index=True)
     out[uniq] = vals[first]
     present[uniq] = True
     return out, present
 
 
-def unlogged_tail(values: F64, present: npt.NDArray[np.bool_]) -> F64:
-    """The trailing seconds fio logged no row for are missing (NaN), never invented."""
-    out = values.copy()
-    last = int(np.flatnonzero(present)[-1]) if present.any() else -1
-    out[last + 1 :] = np.nan
-    return out
+MIN_COVER_S = 0.5  # a second has a value when fio's log covers at least half of it
+STALL_WINDOW_S = 1.5  # a log window longer than this spans a stall (no completions)
 
 
-def fill_tail(values: F64, present: npt.NDArray[np.bool_], total: float,
-              runtime_s: float) -> F64:
-    """Recover the trailing seconds fio did not log from the run's total.
+@dataclass(frozen=True)
+class Resampled:
+    """An IOPS or bandwidth log on the one-second grid of a stage."""
 
-    ``values`` are per-second rates; ``total`` is the run's whole amount (I/Os, KiB) from
-    the final JSON. What the log does not hold is spread over the trailing seconds that
-    have no row, as a rate over the time they actually lasted.
-    """
-    n = values.size
-    if n == 0 or present.all():
-        return values
-    last = int(np.flatnonzero(present)[-1]) if present.any() else -1
-    missing = n - (last + 1)
-    if missing <= 0:
-        return values
-    logged = float(values[: last + 1].sum())
-    residual = max(total - logged, 0.0)
-    duration = max(runtime_s - (last + 1), 0.0)
-    if duration <= 0.0:
-        return values
-    out = values.copy()
-    out[last + 1 :] = residual / duration
-    return out
+    amount: F64  # I/Os (or KiB) the log holds for each second
+    covered_s: F64  # how much of each second the log's windows cover
+    duration_s: F64  # how long each second lasted (the last one possibly less)
+    logged_total: float  # every amount the log holds (also past the grid)
+    logged_until_s: float  # end of the log's last window
+
+    def rates(self) -> F64:
+        """Per-second rates over the covered part of each second; a second covered less
+        than half (or not at all: fio did not log it) is missing (NaN), never invented."""
+        need = np.minimum(MIN_COVER_S, self.duration_s)
+        ok = self.covered_s >= need - 1e-9
+        out = np.full(self.amount.size, np.nan)
+        out[ok] = self.amount[ok] / self.covered_s[ok]
+        return out
+
+    def with_tail(self, total: float, runtime_s: float) -> F64:
+        """Per-second rates where the time after the log's last window gets what fio's total
+        counts beyond the log, as an even rate (the bandwidth series)."""
+        tail_s = max(runtime_s - self.logged_until_s, 0.0)
+        residual = max(total - self.logged_total, 0.0)
+        gap = np.maximum(self.duration_s - self.covered_s, 0.0)
+        extra = gap * (residual / tail_s) if tail_s > 0 else np.zeros_like(gap)
+        out = (self.amount + extra) / self.duration_s
+        return np.asarray(out, dtype=np.float64)
+
+
+def resample(t_ms: F64, rates: F64, n: int, last_s: float = 1.0) -> Resampled:
+    """Put an IOPS or bandwidth log on the stage's one-second grid.
+
+    Each row is a rate over its window, from the previous row's stamp to its own (fio's
+    helper samples about once per ``log_avg_msec``, and under load its windows stretch and
+    drift: 1000, 2000, …, 41503, 42506). A row's amount (``rate × window``) is spread over
+    the seconds its window overlaps, so nothing is dropped and a drifting stamp never
+    leaves a false zero second. fio takes a sample at an I/O completion once the window is
+    due, so a window longer than ``STALL_WINDOW_S`` spans a stall: its I/Os completed in its
+    first second and the rest of it is zero (a stall stays a stall). A row with the same
+    stamp as the previous one (a duplicate) is summed over the previous row's window."""
+    duration = np.ones(n)
+    if n:
+        duration[-1] = last_s
+    if t_ms.size == 0 or n == 0:
+        return Resampled(np.zeros(n), np.zeros(n), duration, 0.0, 0.0)
+    t = t_ms / 1000.0
+    width = np.diff(np.concatenate(([0.0], t)))
+    # a duplicate stamp (width 0) is a rate over the previous row's window
+    real = width > 0
+    idx = np.where(real, np.arange(width.size), 0)
+    np.maximum.accumulate(idx, out=idx)
+    counted = rates * width[idx]
+    stamps, inverse = np.unique(t, return_inverse=True)
+    per_stamp = np.bincount(inverse, weights=counted)
+    done_by = np.cumsum(per_stamp)  # I/Os done by each stamp
+    # fio samples at a completion once a window is due: a window much longer than one
+    # (STALL_WINDOW_S) means no I/O completed after its first second (a stall), so its
+    # I/Os go to that first second and the rest of the window is zero
+    begin = np.concatenate(([0.0], stamps[:-1]))
+    active_end = np.where(stamps - begin > STALL_WINDOW_S, begin + 1.0, stamps)
+    xp = np.column_stack((begin, active_end)).ravel()
+    fp = np.column_stack((np.concatenate(([0.0], done_by[:-1])), done_by)).ravel()
+    edges = np.concatenate((np.arange(n, dtype=np.float64), [n - 1 + last_s]))
+    done = np.interp(edges, xp, fp)  # even rate within each active part
+    amount = np.diff(done)
+    covered = np.clip(np.minimum(edges[1:], stamps[-1]) - edges[:-1], 0.0, duration)
+    return Resampled(amount, covered, duration, float(fp[-1]), float(stamps[-1]))
 
 
 # ---- latency histogram bins (fio stat.h: FIO_IO_U_PLAT_BITS=6, FIO_IO_U_PLAT_VAL=64) ----
@@ -338,12 +361,10 @@ def stage_series(files: StageFiles, direction: str, *, latency: bool = True,
 
     def series(kind: str, total: float) -> F64:
         rows = _rows(files.log(kind), ddir)
-        amount, present = per_second(rows[:, 0], rows[:, 1], n, amounts=True)
-        if n:
-            amount[-1] /= last  # an amount over the last (possibly partial) second → a rate
+        grid = resample(rows[:, 0], rows[:, 1], n, last)
         if recover_tail and report:
-            return fill_tail(amount, present, total, runtime_s)
-        return unlogged_tail(amount, present)
+            return grid.with_tail(total, runtime_s)
+        return grid.rates()
 
     iops = series("iops", float(total_ios))
     mib_s = series("bw", total_bytes / 1024.0) / 1024.0

@@ -3,6 +3,7 @@ Linux console font has (CP437 glyphs: full and half blocks, shades), no emoji.""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from ssdbench.devices import Drive
@@ -73,10 +74,11 @@ def chart(values: Sequence[float], width: int, height: int, *,
           stretch: bool = False) -> list[str]:
     """Column chart, newest on the right, ``height`` rows of full/half blocks, scaled to
     the maximum; each column the mean of its share of the points (``stretch``: fewer
-    points than columns are widened to fill the width). Returns the rows, top
-    first (always ``height`` rows of exactly ``width`` characters)."""
+    points than columns are widened to fill the width; missing seconds, NaN, are left out).
+    Returns the rows, top first (always ``height`` rows of exactly ``width`` characters)."""
     width = max(1, width)
     height = max(1, height)
+    values = [v for v in values if not math.isnan(v)]  # a missing second is not drawn
     cols = _resample(_stretch(values, width) if stretch else values, width)
     top = max(cols) if cols else 0.0
     levels = [0 if top <= 0 else round(v / top * height * 2) for v in cols]
