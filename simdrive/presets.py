@@ -60,7 +60,8 @@ PRESETS: dict[str, Personality] = {
             gc="credit",
             low=2,
             jitter=0.08,
-            idle_reserve=0.005,
+            idle_reserve=0.015,
+            idle_speedup=30.0,
             trim_eff=0.03,
         ),
     )
