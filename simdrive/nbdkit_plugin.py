@@ -38,7 +38,9 @@ class _State:
         self.fd = -1
         self.truth: Any = None
         self.last_free = 0
-        self.zero_run_end = -1  # end of a run of whole-device zero chunks from offset 0
+        # byte ranges zeroed with MAY_TRIM since the last write (merged, sorted): when they
+        # cover the drive, it was a whole-device zero (chunks may arrive in any order)
+        self.zeroed: list[tuple[int, int]] = []
 
 
 _st = _State()
@@ -95,7 +97,7 @@ def _ticker() -> None:
                 _st.ftl.sanitize(now)
                 _punch(0, _st.ftl.size)
                 _st.ftl.events.append({"event": "sanitize", "time": now, "via": "host"})
-                _st.zero_run_end = -1
+                _st.zeroed = []
                 os.unlink(request)
             _flush_truth()
 
@@ -204,7 +206,7 @@ def pwrite(h: int, buf: Any, offset: int, flags: int) -> None:
             _flush_truth()
         done = _st.ftl.write(now, offset, len(buf))
         os.pwrite(_st.fd, buf, offset)
-        _st.zero_run_end = -1
+        _st.zeroed = []
     _sleep_until(done)
 
 
@@ -227,35 +229,48 @@ def trim(h: int, count: int, offset: int, flags: int) -> None:
     _sleep_until(done)
 
 
+def _add_zeroed(offset: int, count: int) -> bool:
+    """Record a MAY_TRIM zero; True when the zeroed ranges now cover the whole drive."""
+    assert _st.ftl is not None
+    spans = sorted([*_st.zeroed, (offset, offset + count)])
+    merged: list[tuple[int, int]] = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    _st.zeroed = merged
+    return merged[0][0] <= 0 and merged[0][1] >= _st.ftl.size
+
+
 def zero(h: int, count: int, offset: int, flags: int) -> None:
-    """Whole-device zero (alone or as consecutive chunks from offset 0, with MAY_TRIM) is a
-    sanitize; any other zero writes zero pages at the normal write cost."""
+    """A zero with MAY_TRIM deallocates its range (always effective, cheap: a Write Zeroes
+    with deallocate, or one chunk of QEMU's Format NVM); when such zeros, in any order and
+    with no write between them, have covered the whole drive it was a sanitize (FTL reset).
+    A zero without MAY_TRIM (NO_HOLE) writes zero pages at the normal write cost."""
     assert _st.ftl is not None
     may_trim = bool(flags & nbdkit.FLAG_MAY_TRIM)
     with _lock:
         now = time.time()
-        if offset == 0:
-            _st.zero_run_end = 0
-        if may_trim and offset == _st.zero_run_end:
+        if may_trim:
             _st.ftl.deallocate(offset, count)
             _punch(offset, count)
-            _st.zero_run_end = offset + count
-            if _st.zero_run_end >= _st.ftl.size:
+            if _add_zeroed(offset, count):
                 done = _st.ftl.sanitize(now)
                 _punch(0, _st.ftl.size)
                 _st.ftl.events.append({"event": "sanitize", "time": now, "via": "zero"})
-                _st.zero_run_end = -1
+                _st.zeroed = []
             else:
                 done = _st.ftl.flush(now)
                 _st.ftl.events.append({"event": "zero", "time": now, "offset": offset,
-                                    "length": count, "deallocated": True})
+                                       "length": count, "deallocated": True})
         else:
-            _st.zero_run_end = -1
             if flags & nbdkit.FLAG_FAST_ZERO:
                 nbdkit.set_error(errno.ENOTSUP)
-                raise RuntimeError("simdrive: a partial zero is a slow write")
+                raise RuntimeError("simdrive: a zero without MAY_TRIM is a slow write")
+            _st.zeroed = []
             done = _st.ftl.write(now, offset, count)
             _punch(offset, count)
             _st.ftl.events.append({"event": "zero", "time": now, "offset": offset,
-                                "length": count, "deallocated": False})
+                                   "length": count, "deallocated": False})
     _sleep_until(done)
