@@ -1,0 +1,289 @@
+"""Known answers on the host path: `ssdbench run` on simulated SSDs (scripts/simdrive start +
+attach: nbdkit model -> nbdfuse -> loop device with direct I/O), its results compared with the
+model's own ground truth (tests/simknown.py says how; docs/simdrive.md "Known answers").
+
+Real, odd capacities (IDEMA sector counts scaled down). The drives are small and their
+fresh-out-of-box rate a few thousand IOPS so a fill takes seconds; the long enterprise run
+(SNIA steady state needs five whole minutes) runs in the background while the others run.
+Extra OP needs a partition, which loop devices here do not get: the OP ratio is checked in
+the QEMU run on simulated drives (tests/e2e/test_kiosk_quick.py)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ssdbench.cli import main
+from ssdbench.exitcodes import ExitCode
+from tests.conftest import REPO, require_root
+from tests.simknown import (
+    SimDrive,
+    fio_job,
+    fit_start,
+    iops_series,
+    model_cliff_s,
+    simulated_drive,
+    snia_steady_state_s,
+    window_rates,
+    zero_seconds,
+)
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+# SNIA's steady state needs five whole minutes (+1 for a later window, +10 s: the last
+# second may be missing, and a round holding a missing second is unusable)
+ENTERPRISE_TORTURE_S = 370
+
+
+def _summary(results: Path) -> dict[str, str]:
+    with (results / "summary.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def _run_dir(results: Path, run: str) -> Path:
+    found = sorted(results.glob(f"*/{run}"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+@dataclass
+class Background:
+    drive: SimDrive
+    results: Path
+    proc: subprocess.Popen[str]
+
+    def wait(self, deadline_s: float) -> int:
+        end = time.monotonic() + deadline_s
+        while self.proc.poll() is None:
+            assert time.monotonic() < end, "ssdbench on the enterprise drive did not finish"
+            time.sleep(1.0)
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="module")
+def enterprise(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Background]:
+    """The enterprise drive's consistency run, started at once and left running."""
+    require_root()
+    base = tmp_path_factory.mktemp("sim-enterprise")
+    with ExitStack() as stack:
+        # 64 MiB + 3 sectors: small, so the spare runs out in ~10 s and the first minute is
+        # already close to the steady level (SNIA's first window can be steady); 600 IOPS,
+        # so the model and not a loaded host sets the pace
+        drive = stack.enter_context(simulated_drive(base / "drive", "enterprise", "131075s",
+                                                    600))
+        assert drive.loop
+        results = base / "results"
+        log = stack.enter_context((base / "ssdbench.log").open("w"))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ssdbench", "run", drive.loop, "--destroy",
+             os.path.basename(drive.loop), "--run", "consistency", "--erase-fallback",
+             "discard", "--quiet", "--no-svg", "--no-pin", "--results", str(results),
+             "--set", f"torture_seconds={ENTERPRISE_TORTURE_S}"],
+            stdout=log, stderr=subprocess.STDOUT, text=True, cwd=REPO,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+
+        def kill_if_running() -> None:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(30)
+
+        stack.callback(kill_if_running)
+        yield Background(drive, results, proc)
+
+
+def _run(drive: SimDrive, results: Path, *extra: str) -> None:
+    assert drive.loop
+    code = main(["run", drive.loop, "--destroy", os.path.basename(drive.loop),
+                 "--erase-fallback", "discard", "--quiet", "--no-svg", "--no-pin",
+                 "--results", str(results), *extra])
+    assert code == ExitCode.OK
+
+
+def test_start_the_enterprise_run(enterprise: Background) -> None:
+    assert enterprise.proc.poll() in (None, 0)
+
+
+@pytest.fixture(scope="module")
+def hostprio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimDrive, Path]]:
+    """The bursty host-priority drive: 60 s of torture, multi-second GC stalls."""
+    require_root()
+    base = tmp_path_factory.mktemp("sim-hostprio")
+    with simulated_drive(base / "drive", "hostprio", "400009s", 3000) as drive:
+        results = base / "results"
+        # 65 s: ssdbench's cliff rules need a whole minute without a missing second, and
+        # the last second of a stalling drive can be missing (docs/simdrive.md)
+        _run(drive, results, "--run", "consistency", "--set", "torture_seconds=65")
+        yield drive, results
+
+
+def _fio_total_matches_the_model(drive: SimDrive, run_dir: Path) -> float:
+    """fio's own total against the model's count over the job (0.5%); the fitted start."""
+    truth = drive.truth()
+    job = fio_job(run_dir)
+    start = fit_start(truth, job)
+    assert abs(start - job.start_estimate) < 0.3, (start, job.start_estimate)
+    model_total = truth.writes_between(start, start + job.runtime_s + 0.05)
+    assert abs(job.total_ios - model_total) <= 0.005 * model_total, (job.total_ios, model_total)
+    return start
+
+
+def test_hostprio_fio_total(hostprio: tuple[SimDrive, Path]) -> None:
+    drive, results = hostprio
+    _fio_total_matches_the_model(drive, _run_dir(results, "consistency-default"))
+
+
+def test_consumer_cliff(tmp_path: Path) -> None:
+    """The consumer drive runs out of spare within seconds: ssdbench's cliff is within 5 s
+    of the second the model started garbage-collecting."""
+    results = tmp_path / "results"
+    with simulated_drive(tmp_path / "drive", "consumer", "409597s", 3000) as drive:
+        # 65 s: ssdbench's cliff rules need a whole minute without a missing second, and
+        # the last second of a stalling drive can be missing (docs/simdrive.md)
+        _run(drive, results, "--run", "consistency", "--set", "torture_seconds=65")
+    run_dir = _run_dir(results, "consistency-default")
+    start = _fio_total_matches_the_model(drive, run_dir)
+    model = model_cliff_s(drive.truth(), start, len(iops_series(run_dir)))
+    assert model is not None
+    cliff = json.loads((run_dir / "run.json").read_text())["analysis"]["iops"]["cliff"]
+    assert cliff["at_s"] is not None, cliff
+    assert abs(cliff["at_s"] - model) <= 5, (cliff, model)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "fio's averaged per-second IOPS log (log_avg_msec=1000) writes no row while no write "
+    "completes and then one row whose rate averages the whole multi-second window, at an "
+    "irregular time; fio/logs.py puts that rate in one second, so around GC stalls the "
+    "per-second IOPS, the zero-IOPS seconds and the iops.csv total differ from what the "
+    "drive did (measured: 43 zero seconds for the model's 37, iops.csv total 9% short)"))
+def test_hostprio_per_second_and_stalls_exact(hostprio: tuple[SimDrive, Path]) -> None:
+    drive, results = hostprio
+    run_dir = _run_dir(results, "consistency-default")
+    truth = drive.truth()
+    series = iops_series(run_dir)
+    start = fit_start(truth, fio_job(run_dir))
+    want = truth.resample(start, len(series))
+    summary = _summary(results)
+    zeros, longest = zero_seconds(want)
+    assert (int(summary["zero_iops_seconds"]), int(summary["longest_stall_s"])) == (
+        zeros, longest)
+    assert abs(sum(series) - sum(want)) <= 0.005 * sum(want)
+    bad = [(i, got, round(w)) for i, (got, w) in enumerate(zip(series, want, strict=True))
+           if abs(got - w) > max(0.02 * w, 2.0)]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize(("preset", "size", "verdict"), [
+    # 976773168 sectors (500 GB) / 2048 + 1: 232.9 MiB, an odd sector count
+    ("consumer", "476941s", "effective"),
+    # 500118192 sectors (256 GB) / 1024, rounded: 238.5 MiB, odd
+    ("sandforce", "488397s", "ineffective"),
+])
+def test_trim_verdict(tmp_path: Path, preset: str, size: str, verdict: str) -> None:
+    """A fresh drive (the SandForce-like one ignores most TRIMs, so a discard 'erase' would
+    not reset it): the verdict of ssdbench's TRIM run is the model's."""
+    results = tmp_path / "results"
+    with simulated_drive(tmp_path / "drive", preset, size, 3000) as drive:
+        _run(drive, results, "--run", "trim", "--set", "trim_torture_seconds=30",
+             "--set", "probe_gib=0.015625", "--set", "trim_idle_seconds=2")
+        truth = drive.truth()
+    summary = _summary(results)
+    assert summary["run_state"] == "done"
+    assert summary["trim_verdict"] == verdict, summary
+    trims = truth.events_of("trim")
+    assert trims, "no TRIM reached the model"
+    invalidated = sum(e["invalidated_pages"] for e in trims)
+    mapped = sum(e["mapped_pages"] for e in trims)
+    # the model's own TRIM effect agrees with the verdict
+    if verdict == "effective":
+        assert invalidated == mapped > 0
+    else:
+        assert invalidated < 0.1 * mapped
+
+
+@pytest.fixture(scope="module")
+def enterprise_done(enterprise: Background) -> tuple[Background, Path, list[float], list[float]]:
+    """The finished enterprise run: (run, run folder, iops.csv, the model's seconds)."""
+    rc = enterprise.wait(ENTERPRISE_TORTURE_S + 600)
+    log = (enterprise.results.parent / "ssdbench.log").read_text()
+    assert rc == ExitCode.OK, log[-2000:]
+    run_dir = _run_dir(enterprise.results, "consistency-default")
+    truth = enterprise.drive.truth()
+    series = iops_series(run_dir)
+    assert len(series) == ENTERPRISE_TORTURE_S
+    start = fit_start(truth, fio_job(run_dir))
+    return enterprise, run_dir, series, truth.resample(start, len(series))
+
+
+def test_enterprise_totals_windows_steady_state_and_cliff(
+        enterprise_done: tuple[Background, Path, list[float], list[float]]) -> None:
+    enterprise, run_dir, series, want = enterprise_done
+    truth = enterprise.drive.truth()
+    job = fio_job(run_dir)
+    start = fit_start(truth, job)
+    assert abs(start - job.start_estimate) < 0.3, (start, job.start_estimate)
+    # fio's rows against the model over the same windows: median within 2%, 95% within
+    # 5%, all within 10% (measured on a loaded 2-core host, two runs: median 0.5-0.9%,
+    # 83-97% within 2%, 99% within 5%, worst 5.7-6.4%: completions reach fio a little
+    # after the model's clock says, by a host-dependent latency)
+    rates = window_rates(truth, job, start)
+    errors = sorted(abs(got - model) / max(model, 1.0) for got, model in rates.values())
+    assert errors[len(errors) // 2] <= 0.02, errors[len(errors) // 2]
+    assert sum(e <= 0.05 for e in errors) >= 0.95 * len(errors), errors[-20:]
+    assert errors[-1] <= 0.10, errors[-1]
+    # totals within 0.5%: iops.csv's (an empty last second counts 0) and fio's own
+    logged = sum(x for x in series if x == x)
+    assert abs(logged - sum(want)) <= 0.005 * sum(want), (logged, sum(want))
+    model_total = truth.writes_between(start, start + job.runtime_s + 0.05)
+    assert abs(job.total_ios - model_total) <= 0.005 * model_total
+    # no stall: paced GC never stops the host for a second; ssdbench's zero seconds are
+    # only seconds fio's drifting rows left without a row (fio/logs.py rounds)
+    gaps = sorted(set(range(len(series))) - set(rates))
+    assert len(gaps) <= len(series) // 100, gaps
+    summary = _summary(enterprise.results)
+    assert zero_seconds(want) == (0, 0)
+    assert int(summary["zero_iops_seconds"]) <= len(gaps), (summary, gaps)
+    # SNIA steady state within one round of the model's
+    model_ss = snia_steady_state_s(want)
+    assert model_ss is not None
+    got = summary["steady_state_at_s"]
+    assert got, summary
+    assert abs(int(got) - model_ss) <= 60, (got, model_ss)
+    # the cliff within 5 s of the model's when the model's steady level is below half its
+    # FOB rate (ssdbench's cliff is a drop below 50%), else none
+    model_cliff = model_cliff_s(truth, start, len(series))
+    assert model_cliff is not None and model_cliff < 60
+    steady = sum(want[model_cliff + 10:]) / len(want[model_cliff + 10:])
+    plateau = max(sum(want[i:i + 3]) / 3 for i in range(0, max(1, model_cliff - 2)))
+    cliff = json.loads((run_dir / "run.json").read_text())["analysis"]["iops"]["cliff"]
+    if steady > 0.5 * plateau:
+        assert cliff["at_s"] is None, cliff
+    else:
+        assert cliff["at_s"] is not None and abs(cliff["at_s"] - model_cliff) <= 5, (
+            cliff, model_cliff)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "fio's per-second rows drift in phase (about 1 ms per row plus late wake-ups of its "
+    "helper thread, ~0.45 s after 3 minutes on a loaded host) and fio/logs.py labels each "
+    "by rounding its time, so iops.csv's second i is fio's window [i+0.45, i+1.45) s; with "
+    "GC making the rate swing within a second, only 11% of the seconds were within 2% of "
+    "the model's (median error 12%), though fio's rows match the model over their own "
+    "windows (97% within 2%) and the totals within 0.02%"))
+def test_enterprise_iops_csv_seconds_within_2_percent(
+        enterprise_done: tuple[Background, Path, list[float], list[float]]) -> None:
+    _, _, series, want = enterprise_done
+    bad = [(i, got, round(w)) for i, (got, w) in enumerate(zip(series, want, strict=True))
+           if abs(got - w) > max(0.02 * w, 2.0)]
+    assert not bad, bad[:20]

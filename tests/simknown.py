@@ -1,0 +1,171 @@
+"""Known answers from a simulated SSD (simdrive/, docs/simdrive.md) for ssdbench's results.
+
+Shared by the host-path tests (tests/integration/test_simdrive_known_answers.py) and the
+QEMU kiosk run on simulated drives (tests/e2e/test_kiosk_quick.py). Everything here is
+computed from the model's own ground-truth log (DIR/truth.jsonl), never from ssdbench's
+analysis, so a wrong ssdbench figure cannot agree with itself:
+
+* alignment: fio's per-second seconds start at the torture's start, not on an epoch second.
+  The start is estimated from fio's JSON (`timestamp_ms - job_runtime`, the report is
+  written right after the job ends) and then fitted in 5-ms steps within +-0.5 s against
+  the model's 10-ms completion counts over the windows of fio's *raw* IOPS log (each row
+  is a rate over the time since the previous row: exact counts whatever the rows' spacing);
+* the model's cliff: the first torture second in which the model garbage-collected (the
+  spare pool ran out), from the truth's `gc_moves`;
+* SNIA steady state: the PTS rule (rounds = whole minutes, 5 rounds within 20% of their
+  mean, least-squares excursion within 10%) applied to the model's per-second counts,
+  implemented here independently of ssdbench.analysis.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from simdrive import truth as truth_log
+from simdrive.truth import Truth
+
+REPO = Path(__file__).resolve().parents[1]
+SIMDRIVE = REPO / "scripts" / "simdrive"
+
+
+@dataclass(frozen=True)
+class SimDrive:
+    dir: Path
+    socket: Path
+    loop: str | None
+
+    def truth(self) -> Truth:
+        return truth_log.load(self.dir / "truth.jsonl")
+
+
+def _simdrive(*args: str) -> str:
+    proc = subprocess.run([str(SIMDRIVE), *args], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 0, f"simdrive {' '.join(args)}: {proc.stderr.strip()}"
+    return proc.stdout.strip()
+
+
+@contextmanager
+def simulated_drive(folder: Path, preset: str, size: str, fob_iops: float, *,
+                    serial: str = "SIM0001", attach: bool = True) -> Iterator[SimDrive]:
+    """A simulated SSD the test owns: started (and attached as /dev/loopN when ``attach``),
+    stopped afterwards (truth.jsonl stays in ``folder``)."""
+    sock = _simdrive("start", "--preset", preset, "--size", size, "--dir", str(folder),
+                     "--fob-iops", str(fob_iops), "--serial", serial)
+    try:
+        loop = _simdrive("attach", "--dir", str(folder)) if attach else None
+        yield SimDrive(folder, Path(sock), loop)
+    finally:
+        _simdrive("stop", "--dir", str(folder))
+
+
+# ---- ssdbench's side ------------------------------------------------------------------------
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def iops_series(run_dir: Path) -> list[float]:
+    """iops.csv's IOPS by second; an empty field (a second fio logged nothing for) is NaN."""
+    return [float(r["iops"]) if r["iops"] else math.nan for r in read_csv(run_dir / "iops.csv")]
+
+
+@dataclass(frozen=True)
+class FioJob:
+    start_estimate: float  # epoch s
+    runtime_s: float
+    total_ios: int
+    raw: tuple[tuple[int, int], ...]  # (time_ms since start, IOPS over the row's window)
+
+
+def fio_job(run_dir: Path, stage: str = "torture") -> FioJob:
+    report = json.loads((run_dir / "fio" / f"{stage}.json").read_text())
+    job = report["jobs"][0]
+    raw = []
+    for line in (run_dir / "fio" / f"{stage}_iops.1.log").read_text().splitlines():
+        cols = line.split(",")
+        if len(cols) >= 3 and int(cols[2]) == 1:
+            raw.append((int(cols[0]), int(cols[1])))
+    return FioJob((report["timestamp_ms"] - job["job_runtime"]) / 1000.0,
+                  job["job_runtime"] / 1000.0, int(job["write"]["total_ios"]), tuple(raw))
+
+
+def fit_start(truth: Truth, job: FioJob, search_s: float = 0.5) -> float:
+    """The epoch time of fio's time 0, fitted against the truth over the raw log's windows."""
+    def error(start: float) -> float:
+        prev, err = 0, 0.0
+        for t_ms, rate in job.raw:
+            got = rate * (t_ms - prev) / 1000.0
+            err += abs(got - truth.writes_between(start + prev / 1000.0, start + t_ms / 1000.0))
+            prev = t_ms
+        return err
+
+    steps = int(search_s * 200)
+    candidates = [job.start_estimate + k / 200.0 for k in range(-steps, steps + 1)]
+    return min(candidates, key=error)
+
+
+# ---- the model's answers --------------------------------------------------------------------
+
+
+def model_cliff_s(truth: Truth, start: float, seconds: int) -> int | None:
+    """First torture second (0-based, fio's seconds) in which the model moved pages (GC)."""
+    for s in truth.seconds:
+        if start - 1 < s.t < start + seconds and s.gc_moves > 0:
+            return max(0, math.floor(s.t - start))
+    return None
+
+
+def zero_seconds(series: Sequence[float]) -> tuple[int, int]:
+    """(seconds without a completed write, longest run of them)."""
+    count = longest = run = 0
+    for v in series:
+        if v < 0.5:
+            count += 1
+            run += 1
+            longest = max(longest, run)
+        else:
+            run = 0
+    return count, longest
+
+
+def snia_steady_state_s(series: Sequence[float], from_round: int = 0) -> int | None:
+    """SNIA PTS steady state of a per-second series: the end (s) of the first window of 5
+    whole-minute rounds whose range is <= 20% and least-squares excursion <= 10% of its mean."""
+    rounds = [sum(series[60 * k: 60 * k + 60]) / 60.0 for k in range(len(series) // 60)]
+    for k in range(from_round, len(rounds) - 4):
+        window = rounds[k:k + 5]
+        mean = sum(window) / 5.0
+        if mean <= 0:
+            continue
+        slope = sum((i - 2) * (v - mean) for i, v in enumerate(window)) / 10.0
+        if max(window) - min(window) <= 0.20 * mean + 1e-9 and \
+                abs(slope) * 4 <= 0.10 * mean + 1e-9:
+            return (k + 5) * 60
+    return None
+
+
+def window_rates(truth: Truth, job: FioJob, start: float) -> dict[int, tuple[float, float]]:
+    """fio's per-second value and the model's rate over the same window, by the second of
+    iops.csv the window lands in (fio/logs.py: ``round(t / 1000) - 1``): {second: (fio's
+    IOPS, the model's writes in fio's window / its length)}. fio's windows are not the
+    nominal seconds on a loaded host (its helper thread wakes late), so this compares like
+    with like."""
+    out: dict[int, tuple[float, float]] = {}
+    prev = 0
+    for t_ms, rate in job.raw:
+        span = (t_ms - prev) / 1000.0
+        if span > 0:
+            model = truth.writes_between(start + prev / 1000.0, start + t_ms / 1000.0)
+            out.setdefault(round(t_ms / 1000.0) - 1, (float(rate), model / span))
+        prev = t_ms
+    return out
