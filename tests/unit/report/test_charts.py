@@ -347,3 +347,20 @@ def test_a_one_second_fill_is_visible():
     assert_no_series_clipped(fig)
     assert assert_legends_clear(fig) == 1
     assert "2093 MiB/s (2195 MB/s)" in " ".join(_legend_texts(fig))
+
+
+def test_compare_trim_keeps_long_drive_names_inside_the_figure():
+    """A drive label as long as the demo's consumer drive was cut at the figure's left edge."""
+    values = {"clean": 3.9, "after_torture": 1.4, "after_trim": 3.9}
+    fig = ch.compare_trim_figure([
+        ("ssdbench demo consumer SSD DEMOSATA0001", values, "effective"),
+        ("QEMU NVMe Ctrl DEMONVME0001", values, "ineffective")])
+    assert fig is not None
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    width = fig.get_figwidth() * fig.dpi
+    labels = fig.axes[0].get_yticklabels()
+    assert [t.get_text().split("\n")[-1] for t in labels] == [
+        "verdict: effective", "verdict: ineffective"]
+    for text in labels:
+        box = text.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.x1 <= width, (text.get_text(), box)

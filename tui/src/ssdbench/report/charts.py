@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -662,8 +663,9 @@ def compare_trim_figure(rows: Sequence[tuple[str, Mapping[str, float], str]]) ->
         ax.bar_label(bars, labels=[f"{v:.1f} MiB/s ({mb_s(v):.1f} MB/s)"
                                    if math.isfinite(v) else "" for v in vals],
                      fontsize=10, padding=3)
-    ax.set_yticks(y, [f"{label}\nverdict: {verdict}" for label, _, verdict in rows],
-                  fontsize=11)
+    # the labels' column is 3.4 in wide: a long drive name wraps instead of being cut off
+    ax.set_yticks(y, [f"{textwrap.fill(label, 34)}\nverdict: {verdict}"
+                      for label, _, verdict in rows], fontsize=11)
     ax.invert_yaxis()
     ax.set_xlim(0, nice_top(peak * 1.5))
     ax.set_xlabel("Mean sequential write throughput of the probe (MiB/s)", fontsize=12)
