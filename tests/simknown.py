@@ -6,6 +6,8 @@ computed from the model's own ground-truth log (DIR/truth.jsonl), never from ssd
 analysis, so a wrong ssdbench figure cannot agree with itself:
 
 * alignment: fio's per-second seconds start at the torture's start, not on an epoch second.
+  ssdbench records that start (fio's epoch, from its status dumps) with the block-layer
+  trace that iops.csv comes from (:func:`recorded_epoch`); independently of it,
   The start is estimated from fio's JSON (`timestamp_ms - job_runtime`, the report is
   written right after the job ends) and then fitted in 5-ms steps within +-0.5 s against
   the model's 10-ms completion counts over the windows of fio's *raw* IOPS log (each row
@@ -97,6 +99,14 @@ def fio_job(run_dir: Path, stage: str = "torture") -> FioJob:
             raw.append((int(cols[0]), int(cols[1])))
     return FioJob((report["timestamp_ms"] - job["job_runtime"]) / 1000.0,
                   job["job_runtime"] / 1000.0, int(job["write"]["total_ios"]), tuple(raw))
+
+
+def recorded_epoch(run_dir: Path, stage: str = "torture") -> float:
+    """fio's time 0 (epoch s) as ssdbench recorded it for the stage's block-layer trace
+    (fio/<stage>_blockstat.json, from fio's status dumps): the start of iops.csv's second 0.
+    Tests check it against :func:`fit_start` (fio's own log fitted to the model)."""
+    meta = json.loads((run_dir / "fio" / f"{stage}_blockstat.json").read_text())
+    return int(meta["fio_epoch_ns"]) / 1e9
 
 
 def fit_start(truth: Truth, job: FioJob, search_s: float = 0.5) -> float:

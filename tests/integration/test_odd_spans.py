@@ -113,3 +113,11 @@ def test_consistency_run_on_an_odd_capacity_records_its_coverage(tmp_path: Path)
     assert checks["torture"]["missing_seconds"] == sum(1 for v in iops if not v)
     warned = [w for w in record.get("warnings", []) if w.get("kind") == "reconciliation"]
     assert bool(warned) == (not checks["torture"]["within_tolerance"])
+    # the IOPS series comes from the block layer's trace: every second, the last one too,
+    # adding up to fio's own count (two independent counts) within the tolerance
+    assert checks["torture"]["source"] == "block-layer", checks["torture"]
+    assert len(iops) == 3 and all(iops), iops
+    assert checks["torture"]["within_tolerance"], checks["torture"]
+    trace = record["block_trace"]["torture"]
+    assert trace["error"] is None and trace["samples"] > 20, trace
+    assert trace["stat_path"] == f"/sys/class/block/{name}/stat"

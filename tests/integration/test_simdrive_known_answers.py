@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from simdrive.truth import Truth
 from ssdbench.cli import main
 from ssdbench.exitcodes import ExitCode
 from tests.conftest import REPO, require_root
@@ -31,6 +32,7 @@ from tests.simknown import (
     fit_start,
     iops_series,
     model_cliff_s,
+    recorded_epoch,
     simulated_drive,
     snia_steady_state_s,
     window_rates,
@@ -137,6 +139,15 @@ def _fio_total_matches_the_model(drive: SimDrive, run_dir: Path) -> float:
     return start
 
 
+def _series_start(truth: Truth, run_dir: Path) -> float:
+    """iops.csv's second 0 on the model's clock: fio's epoch as ssdbench recorded it, which
+    must agree with fio's own raw log fitted to the model (5-ms steps) within 15 ms."""
+    epoch = recorded_epoch(run_dir)
+    fitted = fit_start(truth, fio_job(run_dir))
+    assert abs(epoch - fitted) <= 0.015, (epoch, fitted)
+    return epoch
+
+
 def test_hostprio_fio_total(hostprio: tuple[SimDrive, Path]) -> None:
     drive, results = hostprio
     _fio_total_matches_the_model(drive, _run_dir(results, "consistency-default"))
@@ -159,20 +170,12 @@ def test_consumer_cliff(tmp_path: Path) -> None:
     assert abs(cliff["at_s"] - model) <= 5, (cliff, model)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "fio's averaged per-second IOPS log (log_avg_msec=1000) writes no row while no write "
-    "completes and then one row whose rate averages the whole multi-second window, at an "
-    "irregular time; fio/logs.py spreads it over the window (a window over 1.5 s is a stall: "
-    "its I/Os in its first second), a guess of where they completed, so around GC stalls the "
-    "per-second IOPS, the zero-IOPS seconds and the iops.csv total differ from what the "
-    "drive did (measured before the spreading: 43 zero seconds for the model's 37, iops.csv "
-    "total 9% short; still failing after it, CI pre-check 2026-11-23)"))
 def test_hostprio_per_second_and_stalls_exact(hostprio: tuple[SimDrive, Path]) -> None:
     drive, results = hostprio
     run_dir = _run_dir(results, "consistency-default")
     truth = drive.truth()
     series = iops_series(run_dir)
-    start = fit_start(truth, fio_job(run_dir))
+    start = _series_start(truth, run_dir)
     want = truth.resample(start, len(series))
     summary = _summary(results)
     zeros, longest = zero_seconds(want)
@@ -222,7 +225,7 @@ def enterprise_done(enterprise: Background) -> tuple[Background, Path, list[floa
     truth = enterprise.drive.truth()
     series = iops_series(run_dir)
     assert len(series) == ENTERPRISE_TORTURE_S
-    start = fit_start(truth, fio_job(run_dir))
+    start = _series_start(truth, run_dir)
     return enterprise, run_dir, series, truth.resample(start, len(series))
 
 
@@ -274,13 +277,6 @@ def test_enterprise_totals_windows_steady_state_and_cliff(
             cliff, model_cliff)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "fio's per-second rows drift in phase (about 1 ms per row plus late wake-ups of its "
-    "helper thread, ~0.45 s after 3 minutes on a loaded host); measured before fio/logs.py "
-    "spread rows over their windows (still failing after it, CI pre-check 2026-11-23): with "
-    "GC making the rate swing within a second, only 11% of the seconds were within 2% of "
-    "the model's (median error 12%), though fio's rows match the model over their own "
-    "windows (97% within 2%) and the totals within 0.02%"))
 def test_enterprise_iops_csv_seconds_within_2_percent(
         enterprise_done: tuple[Background, Path, list[float], list[float]]) -> None:
     _, _, series, want = enterprise_done

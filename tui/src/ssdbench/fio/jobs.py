@@ -61,6 +61,7 @@ class JobFile:
     runtime_s: int | None  # time_based jobs: the duration
     total_bytes: int | None  # size-based jobs: bytes the job moves in all
     read_only: bool = False  # started with fio --readonly: fio itself refuses any write
+    io_size: int | None = None  # time-based IOPS jobs: the constant bytes per I/O
 
     @property
     def relpath(self) -> str:
@@ -165,7 +166,7 @@ def torture_job(
     stage: str = "torture",
 ) -> JobFile:
     """4 KiB random writes at QD32 for ``seconds``, with per-second logs and histograms."""
-    parse_block_size(block_size)
+    io_size = parse_block_size(block_size)
     if not 0 <= hist_coarseness <= 6:
         raise ValueError("hist_coarseness must be 0..6")
     options: list[tuple[str, object]] = [
@@ -188,7 +189,7 @@ def torture_job(
         ("per_job_logs", 1),
     ]
     text = _render(stage, target, options, f"random-write torture, {seconds} s", True)
-    return JobFile(stage, text, "write", seconds, None)
+    return JobFile(stage, text, "write", seconds, None, io_size=io_size)
 
 
 def probe_job(target: JobTarget, *, phase: str, probe_bytes: int,
@@ -228,7 +229,7 @@ def randread_job(
     target: JobTarget, *, seconds: int = 60, block_size: str = "4k", hist_coarseness: int = 3,
 ) -> JobFile:
     """4 KiB random reads at the target's queue depth for ``seconds``; read-only."""
-    parse_block_size(block_size)
+    io_size = parse_block_size(block_size)
     options: list[tuple[str, object]] = [
         ("rw", "randread"),
         ("bs", block_size),
@@ -244,4 +245,4 @@ def randread_job(
         *_bw_log("randread"),
     ]
     text = _render("randread", target, options, f"random read, {seconds} s", False)
-    return JobFile("randread", text, "read", seconds, None, read_only=True)
+    return JobFile("randread", text, "read", seconds, None, read_only=True, io_size=io_size)

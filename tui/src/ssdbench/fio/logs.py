@@ -1,4 +1,12 @@
-"""fio's per-second logs → the per-second CSV files of a run.
+"""fio's per-second logs (and the block layer's trace) → the per-second CSV files of a run.
+
+The IOPS series of a time-based stage (``iops.csv``, ``randread.csv``) come from the block
+layer's trace when the stage has one (``fio/<stage>_blockstat.csv``, fio/blockstat.py):
+the kernel's cumulative completed sectors, read densely around each whole second of fio's
+clock, interpolated at those seconds — exact seconds, stalls included, the last second
+too. Without a trace (a regular file, an old results folder, no stat file) they come from
+fio's averaged IOPS log as below; ``Series.source`` and run.json ``reconciliation`` say
+which. Latency columns always come from fio's logs.
 
 fio writes ``<prefix>_{iops,bw,lat}.1.log`` (``log_avg_msec=1000``: one averaged row per
 window; columns ``time_ms, value, ddir, bs, offset[, prio[, issue_time]]`` — newer fio adds
@@ -36,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from ssdbench.fio.blockstat import trace_paths
 from ssdbench.fio.histlog import SparseLog, parse_sparse
 from ssdbench.fio.jobs import HIST_BINS
 from ssdbench.fio.status import FioReport, parse_report
@@ -337,6 +346,7 @@ class Series:
     lat_p9999_us: F64
     lat_max_us: F64
     last_second_s: float = 1.0  # how long the last row lasted (a partial final second)
+    source: str = "fio-log"  # where iops and mib_s come from: "fio-log" or "block-layer"
 
     def seconds(self) -> F64:
         """Duration of each row: 1 s, the last one possibly shorter."""
@@ -344,6 +354,61 @@ class Series:
         if dur.size:
             dur[-1] = self.last_second_s
         return dur
+
+
+SECTOR = 512
+_SECTOR_COLUMN = {"read": 3, "write": 7}  # time_ns, then the stat file's fields
+
+
+@dataclass(frozen=True)
+class BlockTrace:
+    """A stage's block-layer trace on fio's clock: cumulative bytes of one direction."""
+
+    t_s: F64  # seconds since fio's epoch, increasing
+    done_bytes: F64  # bytes completed by then (since the trace began)
+    io_size: int
+
+    def per_second(self, n: int, last_s: float = 1.0) -> tuple[F64, F64]:
+        """(IOPS, MiB/s) for the n seconds of the stage (the last one ``last_s`` long);
+        a second the trace does not cover from edge to edge is NaN."""
+        if n == 0:
+            return np.zeros(0), np.zeros(0)
+        edges = np.concatenate((np.arange(n, dtype=np.float64), [n - 1 + last_s]))
+        done = np.interp(edges, self.t_s, self.done_bytes)
+        # the stamps are ns read through float64 (about 0.3 µs apart at today's epoch)
+        inside = (edges >= self.t_s[0] - 1e-6) & (edges <= self.t_s[-1] + 1e-6)
+        ok = inside[:-1] & inside[1:]
+        duration = np.diff(edges)
+        moved = np.where(ok, np.diff(done), np.nan)
+        return moved / self.io_size / duration, moved / MIB / duration
+
+
+def load_block_trace(files: StageFiles, direction: str) -> BlockTrace | None:
+    """The stage's block-layer trace (None without one, without fio's epoch, or when it is
+    unreadable: the caller falls back to fio's log). Counters that go backwards (the
+    device was replaced) end the trace there."""
+    rows_path, meta_path = trace_paths(files.fio_dir, files.stage)
+    column = _SECTOR_COLUMN.get(direction)
+    if column is None or not rows_path.exists() or not meta_path.exists():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        epoch_ns = int(meta["fio_epoch_ns"])
+        io_size = int(meta["io_size"])
+        arr = load_log(rows_path, min_cols=column + 1)
+    except (OSError, ValueError, KeyError, TypeError, LogError):
+        return None
+    if io_size <= 0 or arr.shape[0] < 2:
+        return None
+    t_s = (arr[:, 0] - float(epoch_ns)) / 1e9
+    done = arr[:, column] * SECTOR
+    steps_back = np.flatnonzero((np.diff(done) < 0) | (np.diff(t_s) <= 0))
+    if steps_back.size:
+        cut = int(steps_back[0]) + 1
+        t_s, done = t_s[:cut], done[:cut]
+    if t_s.size < 2:
+        return None
+    return BlockTrace(t_s, done - done[0], io_size)
 
 
 def stage_series(files: StageFiles, direction: str, *, latency: bool = True,
@@ -366,8 +431,14 @@ def stage_series(files: StageFiles, direction: str, *, latency: bool = True,
             return grid.with_tail(total, runtime_s)
         return grid.rates()
 
-    iops = series("iops", float(total_ios))
-    mib_s = series("bw", total_bytes / 1024.0) / 1024.0
+    trace = load_block_trace(files, direction) if latency else None
+    if trace is not None:
+        iops, mib_s = trace.per_second(n, last)
+        source = "block-layer"
+    else:
+        iops = series("iops", float(total_ios))
+        mib_s = series("bw", total_bytes / 1024.0) / 1024.0
+        source = "fio-log"
     nan = np.full(n, np.nan)
     lat_mean, p99, p9999, lmax = nan, nan, nan, nan
     if latency:
@@ -380,7 +451,7 @@ def stage_series(files: StageFiles, direction: str, *, latency: bool = True,
             p99, p9999 = pct[:, 0], pct[:, 1]
     idle = iops <= 0
     lat = [np.where(idle, np.nan, a) for a in (lat_mean, p99, p9999, lmax)]
-    return Series(iops, mib_s, lat[0], lat[1], lat[2], lat[3], last)
+    return Series(iops, mib_s, lat[0], lat[1], lat[2], lat[3], last, source)
 
 
 TOLERANCE = 0.005  # the per-second series must add up to fio's total within 0.5%
@@ -400,6 +471,7 @@ class Reconciliation:
     missing_seconds: int  # seconds of the series without a value (fio logged none)
     recovered_tail: bool  # bandwidth series: trailing seconds from fio's total
     tolerance: float = TOLERANCE
+    source: str = "fio-log"  # the series' source: "fio-log" or "block-layer"
 
     @property
     def ok(self) -> bool:
@@ -410,7 +482,8 @@ class Reconciliation:
         return {"csv": self.csv, "quantity": self.quantity,
                 "series_total": round(self.series_total, 1), "fio_total": self.fio_total,
                 "relative_gap": gap, "tolerance": self.tolerance, "within_tolerance": self.ok,
-                "missing_seconds": self.missing_seconds, "recovered_tail": self.recovered_tail}
+                "missing_seconds": self.missing_seconds, "recovered_tail": self.recovered_tail,
+                "source": self.source}
 
     def warning(self) -> str | None:
         """The run.json warning for a gap beyond the tolerance (None when within)."""
@@ -418,7 +491,8 @@ class Reconciliation:
             return None
         unit = "I/Os" if self.quantity == "ios" else "bytes"
         gap = "no total" if self.relative_gap is None else f"{self.relative_gap:+.2%}"
-        why = (f"; fio logged no value for {self.missing_seconds} s of it"
+        who = "the block layer's trace has" if self.source == "block-layer" else "fio logged"
+        why = (f"; {who} no value for {self.missing_seconds} s of it"
                if self.missing_seconds else "")
         return (f"{self.csv}: the per-second series sums to {self.series_total:,.0f} {unit}, "
                 f"fio's own total is {self.fio_total:,} ({gap}, more than "
@@ -442,7 +516,7 @@ def reconcile(stage: str, csv_name: str, series: Series, report: FioReport | Non
         missing = int(np.isnan(series.iops).sum())
     gap = (summed - total) / total if total else (0.0 if summed == 0 else None)
     return Reconciliation(stage, csv_name, quantity, summed, total, gap, missing,
-                          recovered_tail)
+                          recovered_tail, source=series.source)
 
 
 # ---- CSV writing ----

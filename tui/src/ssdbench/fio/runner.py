@@ -45,6 +45,9 @@ class LiveStatus:
     mib_s: float | None
     fraction: float | None
     eta_s: float | None
+    # fio's time 0 on the wall clock (ms): the dump's timestamp_ms minus the job's runtime;
+    # None with several jobs or without a timestamp
+    fio_epoch_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -116,9 +119,13 @@ class _Follower:
             fraction = min(nbytes / self.job.total_bytes, 1.0)
             if fraction > 0:
                 eta = elapsed * (1.0 - fraction) / fraction
+        epoch = None
+        if report.timestamp_ms and len(report.jobs) == 1 and report.runtime_ms > 0:
+            epoch = report.timestamp_ms - report.runtime_ms
         try:
             self.on_status(
-                LiveStatus(self.job.stage, elapsed, nbytes, ios, iops, mib_s, fraction, eta)
+                LiveStatus(self.job.stage, elapsed, nbytes, ios, iops, mib_s, fraction, eta,
+                           epoch)
             )
         except Exception:  # a progress consumer must never break a measurement
             pass

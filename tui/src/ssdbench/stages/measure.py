@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ssdbench.fio import jobs
+from ssdbench.fio.blockstat import BlockStatSampler, stat_path
 from ssdbench.fio.jobs import JobFile, JobTarget
 from ssdbench.fio.runner import LiveStatus, run_fio
 from ssdbench.fio.status import FioReport
@@ -34,18 +35,26 @@ class FioStage:
     def execute(self, ctx: RunContext) -> None:
         job = self.make_job(ctx)
         ctx.record.stage_started(self.name, job.relpath)
+        sampler = block_trace(ctx, job)
 
         def on_status(status: LiveStatus) -> None:
+            if sampler is not None and status.fio_epoch_ms is not None:
+                sampler.offer_epoch(status.fio_epoch_ms)
             ctx.emit(
                 self.name, "running", fraction=status.fraction, elapsed_s=status.elapsed_s,
                 eta_s=status.eta_s, bytes_done=status.bytes_done, iops=status.iops,
                 mib_s=status.mib_s,
             )
 
-        outcome = run_fio(
-            ctx.host.runner, ctx.run_dir, job, on_status=on_status, cancel=ctx.cancel,
-            status_timeout_s=float(ctx.params.status_timeout_s),
-        )
+        try:
+            outcome = run_fio(
+                ctx.host.runner, ctx.run_dir, job, on_status=on_status, cancel=ctx.cancel,
+                status_timeout_s=float(ctx.params.status_timeout_s),
+            )
+        finally:
+            if sampler is not None:
+                sampler.stop()
+                record_block_trace(ctx, job.stage, sampler)
         # imported here: numpy is only loaded once a stage has logs to turn into CSV, so
         # `ssdbench list`, `--help` and kiosk start quickly (seconds under emulation)
         from ssdbench.fio.logs import write_run_csvs
@@ -72,6 +81,32 @@ class FioStage:
             # the stage's mean over its whole runtime (front ends print it with "done")
             ctx.emit(self.name, "running", "result", fraction=1.0, elapsed_s=seconds,
                      bytes_done=nbytes, iops=ios / seconds, mib_s=nbytes / seconds / 2**20)
+
+
+def block_trace(ctx: RunContext, job: JobFile) -> BlockStatSampler | None:
+    """A started block-layer trace for a time-based IOPS stage on a block device (the
+    exact per-second series, fio/blockstat.py); None for other stages and targets."""
+    name = ctx.target.kernel_name
+    if job.io_size is None or job.runtime_s is None or ctx.target.kind != "block" or not name:
+        return None
+    stat = stat_path(name)
+    if not ctx.host.fs.exists(stat):
+        return None
+    sampler = BlockStatSampler(stat, ctx.run_dir / "fio", job.stage, device=name,
+                               direction=job.direction, io_size=job.io_size)
+    if not sampler.start():
+        record_block_trace(ctx, job.stage, sampler)
+        return None
+    return sampler
+
+
+def record_block_trace(ctx: RunContext, stage: str, sampler: BlockStatSampler) -> None:
+    """run.json ``block_trace.<stage>``: how many times the counters were read, fio's
+    epoch, and why the trace ended early (``error``) if it did."""
+    traces = dict(ctx.record.data.get("block_trace") or {})
+    traces[stage] = {"stat_path": sampler.stat, "samples": sampler.samples,
+                     "fio_epoch_ns": sampler.meta.fio_epoch_ns, "error": sampler.error}
+    ctx.record.set("block_trace", traces)
 
 
 def record_coverage(ctx: RunContext, job: JobFile, report: FioReport) -> None:

@@ -1,0 +1,157 @@
+"""The block layer's trace (fio/blockstat.py) and the exact per-second series built from it
+(fio/logs.py load_block_trace)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ssdbench.fio.blockstat import (
+    COARSE_NS,
+    DENSE_NS,
+    EDGE_NS,
+    NEAR_NS,
+    NS,
+    BlockStatSampler,
+    next_sample_ns,
+    trace_paths,
+)
+from ssdbench.fio.logs import StageFiles, load_block_trace
+
+EPOCH = 1_795_433_586_030_000_000
+
+
+def test_schedule_is_dense_until_fios_epoch_is_known() -> None:
+    assert next_sample_ns(EPOCH, None) == EPOCH + DENSE_NS
+    assert next_sample_ns(EPOCH - NS, EPOCH) == EPOCH - NS + DENSE_NS
+
+
+def test_schedule_reads_every_2_ms_around_each_second_and_every_100_ms_between() -> None:
+    for k in (0, 1, 37):
+        edge = EPOCH + k * NS
+        assert next_sample_ns(edge - NEAR_NS, EPOCH) == edge - NEAR_NS + EDGE_NS
+        assert next_sample_ns(edge + NEAR_NS - 1, EPOCH) == edge + NEAR_NS - 1 + EDGE_NS
+    # between edges: coarse steps, and the first read of an edge lands NEAR_NS before it
+    assert next_sample_ns(EPOCH + 100_000_000, EPOCH) == EPOCH + 200_000_000
+    assert next_sample_ns(EPOCH + 950_000_000, EPOCH) == EPOCH + NS - NEAR_NS
+    # walking the schedule over 3 s: every edge has reads within 2 ms on both sides
+    t, reads = EPOCH + 10 * NEAR_NS, []
+    while t < EPOCH + 3 * NS + NEAR_NS:
+        reads.append(t)
+        t = next_sample_ns(t, EPOCH)
+    arr = np.array(reads)
+    for k in (1, 2, 3):
+        edge = EPOCH + k * NS
+        assert (edge - arr[arr <= edge]).min() <= EDGE_NS
+        assert (arr[arr > edge] - edge).min() <= EDGE_NS
+    assert len(reads) <= 3 * (2 * NEAR_NS // EDGE_NS + NS // COARSE_NS + 2)
+
+
+def _trace(fio_dir: Path, rows: list[tuple[float, int]], *, io_size: int = 4096,
+           epoch: int | None = EPOCH, column: int = 7) -> StageFiles:
+    """A trace with (seconds after the epoch, cumulative sectors) rows in ``column``."""
+    fio_dir.mkdir(parents=True, exist_ok=True)
+    rows_path, meta_path = trace_paths(fio_dir, "torture")
+    lines = []
+    for t, sectors in rows:
+        fields = [0] * 17
+        fields[column - 1] = sectors
+        lines.append(",".join(str(v) for v in [EPOCH + round(t * NS), *fields]))
+    rows_path.write_text("\n".join(lines) + "\n")
+    meta_path.write_text(json.dumps({"fio_epoch_ns": epoch, "io_size": io_size}))
+    return StageFiles(fio_dir, "torture")
+
+
+def test_seconds_are_exact_through_a_stall(tmp_path: Path) -> None:
+    # 1000 IOPS for 2 s, a 2.5-s stall, then 1000 IOPS: 8 sectors per 4 KiB I/O
+    done, rows = 0, []
+    for ms in range(0, 7000, 5):
+        t = ms / 1000
+        stalled = 2.0 <= t < 4.5
+        rows.append((t, done * 8))
+        if not stalled:
+            done += 5
+    trace = load_block_trace(_trace(tmp_path / "fio", rows), "write")
+    assert trace is not None
+    iops, mib_s = trace.per_second(6)
+    assert iops.tolist() == pytest.approx([1000, 1000, 0, 0, 500, 1000], abs=1e-6)
+    assert mib_s[0] == pytest.approx(1000 * 4096 / 2**20)
+
+
+def test_a_partial_last_second_and_seconds_the_trace_does_not_cover(tmp_path: Path) -> None:
+    rows = [(t / 10, int(t / 10 * 2000 * 8)) for t in range(-2, 26)]  # -0.2 .. 2.5 s
+    trace = load_block_trace(_trace(tmp_path / "fio", rows), "write")
+    assert trace is not None
+    iops, _ = trace.per_second(3, last_s=0.5)
+    assert iops.tolist() == pytest.approx([2000, 2000, 2000])
+    iops, _ = trace.per_second(4)  # the trace ends at 2.5 s: the last second is unknown
+    assert iops[:2].tolist() == pytest.approx([2000, 2000])
+    assert math.isnan(iops[2]) and math.isnan(iops[3])
+
+
+def test_counters_going_back_end_the_trace(tmp_path: Path) -> None:
+    rows = [(0.0, 0), (0.5, 8000), (1.0, 16000), (1.5, 8), (2.0, 8000)]
+    trace = load_block_trace(_trace(tmp_path / "fio", rows), "write")
+    assert trace is not None
+    iops, _ = trace.per_second(2)
+    assert iops[0] == pytest.approx(2000) and math.isnan(iops[1])
+
+
+@pytest.mark.parametrize("change", ["no epoch", "no meta", "one row", "bad io size"])
+def test_without_a_usable_trace_the_caller_falls_back(tmp_path: Path, change: str) -> None:
+    rows = [(0.0, 0), (1.0, 8000)]
+    files = _trace(tmp_path / "fio", rows[:1] if change == "one row" else rows,
+                   epoch=None if change == "no epoch" else EPOCH,
+                   io_size=0 if change == "bad io size" else 4096)
+    if change == "no meta":
+        trace_paths(files.fio_dir, "torture")[1].unlink()
+    assert load_block_trace(files, "write") is None
+
+
+def test_reads_use_the_sectors_read_column(tmp_path: Path) -> None:
+    files = _trace(tmp_path / "fio", [(0.0, 0), (1.0, 16000)], column=3)
+    trace = load_block_trace(files, "read")
+    assert trace is not None
+    assert trace.per_second(1)[0].tolist() == pytest.approx([2000])
+    assert load_block_trace(files, "write") is not None  # a write column of zeros
+    assert load_block_trace(files, "write").per_second(1)[0].tolist() == [0]  # type: ignore[union-attr]
+
+
+def test_sampler_writes_rows_and_fios_epoch(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    stat.write_text("    5 0 40 1 7 0 56 2 0 3 3\n")
+    sampler = BlockStatSampler(str(stat), tmp_path / "fio", "torture", device="loop9",
+                               direction="write", io_size=4096)
+    assert sampler.start()
+    sampler.offer_epoch(EPOCH // 1_000_000 + 5)
+    sampler.offer_epoch(EPOCH // 1_000_000)  # an earlier estimate wins
+    sampler.offer_epoch(EPOCH // 1_000_000 + 9)
+    deadline = time.monotonic() + 10
+    while sampler.samples < 3 and time.monotonic() < deadline:
+        os.sched_yield()
+    sampler.stop()
+    rows_path, meta_path = trace_paths(tmp_path / "fio", "torture")
+    meta = json.loads(meta_path.read_text())
+    assert meta["fio_epoch_ns"] == EPOCH and meta["io_size"] == 4096
+    lines = rows_path.read_text().splitlines()
+    assert len(lines) == sampler.samples >= 4
+    assert lines[0].split(",")[1:] == ["5", "0", "40", "1", "7", "0", "56", "2", "0", "3", "3"]
+    assert sampler.error is None
+
+
+def test_a_stat_file_that_fails_ends_the_trace_without_raising(tmp_path: Path) -> None:
+    (tmp_path / "gone").mkdir()  # opens, but reading it fails (EISDIR), as a removed device
+    sampler = BlockStatSampler(str(tmp_path / "gone"), tmp_path / "fio", "torture",
+                               device="loop9", direction="write", io_size=4096)
+    assert sampler.start()
+    sampler.stop()
+    assert sampler.error and "the trace ends here" in sampler.error
+    missing = BlockStatSampler(str(tmp_path / "nothing"), tmp_path / "fio", "torture",
+                               device="loop9", direction="write", io_size=4096)
+    assert not missing.start() and missing.error and "cannot read" in missing.error
