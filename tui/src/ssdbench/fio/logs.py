@@ -347,6 +347,9 @@ class Series:
     lat_max_us: F64
     last_second_s: float = 1.0  # how long the last row lasted (a partial final second)
     source: str = "fio-log"  # where iops and mib_s come from: "fio-log" or "block-layer"
+    # block layer: I/Os that completed after the stage's last second (fio's drain of the
+    # queue once its runtime is over; fio's total counts them, the seconds do not)
+    after_end_ios: float = 0.0
 
     def seconds(self) -> F64:
         """Duration of each row: 1 s, the last one possibly shorter."""
@@ -381,6 +384,11 @@ class BlockTrace:
         duration = np.diff(edges)
         moved = np.where(ok, np.diff(done), np.nan)
         return moved / self.io_size / duration, moved / MIB / duration
+
+    def ios_after(self, t_s: float) -> float:
+        """I/Os completed after ``t_s`` until the trace ends (0 when it ends before)."""
+        end = float(self.done_bytes[-1])
+        return max(end - float(np.interp(t_s, self.t_s, self.done_bytes)), 0.0) / self.io_size
 
 
 def load_block_trace(files: StageFiles, direction: str) -> BlockTrace | None:
@@ -432,9 +440,11 @@ def stage_series(files: StageFiles, direction: str, *, latency: bool = True,
         return grid.rates()
 
     trace = load_block_trace(files, direction) if latency else None
+    after_end = 0.0
     if trace is not None:
         iops, mib_s = trace.per_second(n, last)
         source = "block-layer"
+        after_end = trace.ios_after(n - 1 + last) if n else 0.0
     else:
         iops = series("iops", float(total_ios))
         mib_s = series("bw", total_bytes / 1024.0) / 1024.0
@@ -451,7 +461,7 @@ def stage_series(files: StageFiles, direction: str, *, latency: bool = True,
             p99, p9999 = pct[:, 0], pct[:, 1]
     idle = iops <= 0
     lat = [np.where(idle, np.nan, a) for a in (lat_mean, p99, p9999, lmax)]
-    return Series(iops, mib_s, lat[0], lat[1], lat[2], lat[3], last, source)
+    return Series(iops, mib_s, lat[0], lat[1], lat[2], lat[3], last, source, after_end)
 
 
 TOLERANCE = 0.005  # the per-second series must add up to fio's total within 0.5%
@@ -467,11 +477,13 @@ class Reconciliation:
     quantity: str  # "ios" or "bytes"
     series_total: float
     fio_total: int
-    relative_gap: float | None  # (series − fio) / fio; None when fio moved nothing
+    # (series + after_end − fio) / fio; None when fio moved nothing
+    relative_gap: float | None
     missing_seconds: int  # seconds of the series without a value (fio logged none)
     recovered_tail: bool  # bandwidth series: trailing seconds from fio's total
     tolerance: float = TOLERANCE
     source: str = "fio-log"  # the series' source: "fio-log" or "block-layer"
+    after_end: float = 0.0  # block layer: I/Os completed after the last second (counted)
 
     @property
     def ok(self) -> bool:
@@ -483,7 +495,7 @@ class Reconciliation:
                 "series_total": round(self.series_total, 1), "fio_total": self.fio_total,
                 "relative_gap": gap, "tolerance": self.tolerance, "within_tolerance": self.ok,
                 "missing_seconds": self.missing_seconds, "recovered_tail": self.recovered_tail,
-                "source": self.source}
+                "source": self.source, "after_end_ios": round(self.after_end, 1)}
 
     def warning(self) -> str | None:
         """The run.json warning for a gap beyond the tolerance (None when within)."""
@@ -494,7 +506,10 @@ class Reconciliation:
         who = "the block layer's trace has" if self.source == "block-layer" else "fio logged"
         why = (f"; {who} no value for {self.missing_seconds} s of it"
                if self.missing_seconds else "")
-        return (f"{self.csv}: the per-second series sums to {self.series_total:,.0f} {unit}, "
+        drained = (f" (+{self.after_end:,.0f} completed after its last second)"
+                   if self.after_end >= 0.5 else "")
+        return (f"{self.csv}: the per-second series sums to {self.series_total:,.0f} {unit}"
+                f"{drained}, "
                 f"fio's own total is {self.fio_total:,} ({gap}, more than "
                 f"{self.tolerance:.1%}){why}")
 
@@ -514,9 +529,13 @@ def reconcile(stage: str, csv_name: str, series: Series, report: FioReport | Non
         quantity, total = "ios", ios
         summed = float(np.nansum(series.iops * dur))
         missing = int(np.isnan(series.iops).sum())
-    gap = (summed - total) / total if total else (0.0 if summed == 0 else None)
+    # fio's total includes the I/Os it drained after its runtime; the block layer saw them
+    # complete after the last second: like is compared with like
+    counted = summed + series.after_end_ios
+    gap = (counted - total) / total if total else (0.0 if counted == 0 else None)
     return Reconciliation(stage, csv_name, quantity, summed, total, gap, missing,
-                          recovered_tail, source=series.source)
+                          recovered_tail, source=series.source,
+                          after_end=series.after_end_ios)
 
 
 # ---- CSV writing ----
