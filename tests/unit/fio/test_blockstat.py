@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -141,21 +142,48 @@ def test_sampler_writes_rows_and_fios_epoch(tmp_path: Path) -> None:
     meta = json.loads(meta_path.read_text())
     assert meta["fio_epoch_ns"] == EPOCH and meta["io_size"] == 4096
     lines = rows_path.read_text().splitlines()
-    assert len(lines) == sampler.samples >= 4
-    assert lines[0].split(",")[1:] == ["5", "0", "40", "1", "7", "0", "56", "2", "0", "3", "3"]
+    # a header naming the fields the kernel prints (11 here: an older kernel), then rows
+    assert lines[0] == ("time_ns,reads,reads_merged,sectors_read,ms_reading,writes,"
+                        "writes_merged,sectors_written,ms_writing,in_flight,io_ticks_ms,"
+                        "queue_ms")
+    assert len(lines) == sampler.samples + 1 >= 5
+    assert lines[1].split(",")[1:] == ["5", "0", "40", "1", "7", "0", "56", "2", "0", "3", "3"]
+    # what the sampler wrote reads back as a trace (the header skipped)
+    trace = load_block_trace(StageFiles(tmp_path / "fio", "torture"), "write")
+    assert trace is not None and trace.io_size == 4096
+    assert trace.done_bytes.tolist() == [0.0] * sampler.samples
     assert sampler.error is None
 
 
-def test_a_stat_file_that_fails_ends_the_trace_without_raising(tmp_path: Path) -> None:
-    (tmp_path / "gone").mkdir()  # opens, but reading it fails (EISDIR), as a removed device
-    sampler = BlockStatSampler(str(tmp_path / "gone"), tmp_path / "fio", "torture",
-                               device="loop9", direction="write", io_size=4096)
+def test_a_stat_file_that_fails_ends_the_trace_without_raising(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stat = tmp_path / "stat"
+    stat.write_text("    5 0 40 1 7 0 56 2 0 3 3\n")
+    real_pread, calls = os.pread, [0]
+
+    def pread(fd: int, n: int, offset: int) -> bytes:  # the device goes away at read 4
+        calls[0] += 1
+        if calls[0] >= 4:
+            raise OSError(errno.ENODEV, os.strerror(errno.ENODEV))
+        return real_pread(fd, n, offset)
+
+    monkeypatch.setattr(os, "pread", pread)  # blockstat calls os.pread at each read
+    sampler = BlockStatSampler(str(stat), tmp_path / "fio", "torture", device="loop9",
+                               direction="write", io_size=4096)
     assert sampler.start()
+    deadline = time.monotonic() + 10
+    while sampler.error is None and time.monotonic() < deadline:
+        os.sched_yield()
     sampler.stop()
-    assert sampler.error and "the trace ends here" in sampler.error
-    missing = BlockStatSampler(str(tmp_path / "nothing"), tmp_path / "fio", "torture",
-                               device="loop9", direction="write", io_size=4096)
-    assert not missing.start() and missing.error and "cannot read" in missing.error
+    assert sampler.error and "the trace ends here" in sampler.error, sampler.error
+    assert sampler.samples == 2  # read 1 sized the header
+    rows = trace_paths(tmp_path / "fio", "torture")[0].read_text().splitlines()
+    assert len(rows) == 3  # the header and both rows reached the file
+    (tmp_path / "dir").mkdir()  # opens, but cannot be read
+    for path in (tmp_path / "dir", tmp_path / "nothing"):
+        refused = BlockStatSampler(str(path), tmp_path / "fio", "torture",
+                                   device="loop9", direction="write", io_size=4096)
+        assert not refused.start() and refused.error and "cannot read" in refused.error
 
 
 def test_the_queue_fio_drains_after_its_runtime_is_counted_in_the_reconciliation_only(

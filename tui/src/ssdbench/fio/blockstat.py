@@ -21,9 +21,10 @@ whatever fio's helper thread did, and a stall is a stall.
 
 Files (both written as the stage runs, so a pulled plug keeps what was sampled):
 
-* ``fio/<stage>_blockstat.csv``: ``time_ns`` (CLOCK_REALTIME) then the stat file's fields
-  as the kernel prints them (Documentation/block/stat.rst: reads, reads merged, sectors
-  read, ms reading, writes, writes merged, sectors written, …; sectors are 512 bytes);
+* ``fio/<stage>_blockstat.csv``: a header line, then ``time_ns`` (CLOCK_REALTIME) and the
+  stat file's fields as the kernel prints them (Documentation/block/stat.rst: reads, reads
+  merged, sectors read, ms reading, writes, writes merged, sectors written, …; sectors are
+  512 bytes; the header names as many fields as the kernel prints);
 * ``fio/<stage>_blockstat.json``: the device, the stat path, the I/O size of the job,
   fio's epoch (``fio_epoch_ns``) and how it was found.
 
@@ -47,6 +48,12 @@ EDGE_NS = 2_000_000  # around a second's edge: every 2 ms ...
 NEAR_NS = 6_000_000  # ... from 6 ms before it to 6 ms after it
 COARSE_NS = 100_000_000  # elsewhere every 100 ms
 FLUSH_NS = NS  # rows reach the file about once a second
+# the stat file's fields (Documentation/block/stat.rst; older kernels print fewer)
+STAT_FIELDS = ("reads", "reads_merged", "sectors_read", "ms_reading", "writes",
+               "writes_merged", "sectors_written", "ms_writing", "in_flight", "io_ticks_ms",
+               "queue_ms", "discards", "discards_merged", "sectors_discarded",
+               "ms_discarding", "flushes", "ms_flushing")
+HEADER_START = b"time_ns,"
 
 
 def stat_path(kernel_name: str) -> str:
@@ -114,8 +121,18 @@ class BlockStatSampler:
             self.error = f"cannot read {self.stat}: {exc.strerror or exc}"
             return False
         try:
+            fields = len(os.pread(self._fd, 4096, 0).split())
+        except OSError as exc:
+            os.close(self._fd)
+            self.error = f"cannot read {self.stat}: {exc.strerror or exc}"
+            return False
+        names = [*STAT_FIELDS[:fields], *(f"field{i + 1}" for i in range(17, fields))]
+        try:
             self.rows_path.parent.mkdir(parents=True, exist_ok=True)
-            self._out = self.rows_path.open("w", encoding="ascii")
+            # the file appears with its header (atomically): a copy of it taken at any
+            # moment (the kiosk copies results to the stick as they change) is a CSV
+            atomic.write_text(self.rows_path, ",".join(["time_ns", *names]) + "\n")
+            self._out = self.rows_path.open("a", encoding="ascii")
             self._write_meta()
         except OSError as exc:
             os.close(self._fd)

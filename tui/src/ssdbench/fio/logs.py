@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from ssdbench.fio.blockstat import trace_paths
+from ssdbench.fio.blockstat import HEADER_START, trace_paths
 from ssdbench.fio.histlog import SparseLog, parse_sparse
 from ssdbench.fio.jobs import HIST_BINS
 from ssdbench.fio.status import FioReport, parse_report
@@ -64,9 +64,12 @@ class LogError(ValueError):
     """A fio log that cannot be read as one."""
 
 
-def load_log(path: Path, min_cols: int = 3) -> F64:
-    """A fio log as a float array (rows × columns); a torn last line is dropped."""
+def load_log(path: Path, min_cols: int = 3, *, header: bytes | None = None) -> F64:
+    """A fio log as a float array (rows × columns); a torn last line is dropped, and a first
+    line starting with ``header`` (a CSV header) is skipped."""
     data = path.read_bytes()
+    if header is not None and data.startswith(header):
+        data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
     if not data.strip():
         return np.zeros((0, min_cols))
     cut = data.rfind(b"\n")
@@ -403,7 +406,7 @@ def load_block_trace(files: StageFiles, direction: str) -> BlockTrace | None:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         epoch_ns = int(meta["fio_epoch_ns"])
         io_size = int(meta["io_size"])
-        arr = load_log(rows_path, min_cols=column + 1)
+        arr = load_log(rows_path, min_cols=column + 1, header=HEADER_START)
     except (OSError, ValueError, KeyError, TypeError, LogError):
         return None
     if io_size <= 0 or arr.shape[0] < 2:
