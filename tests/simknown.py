@@ -109,6 +109,27 @@ def recorded_epoch(run_dir: Path, stage: str = "torture") -> float:
     return int(meta["fio_epoch_ns"]) / 1e9
 
 
+EPOCH_RESOLUTION_S = 0.001  # fio's timestamp_ms and job_runtime are whole milliseconds
+
+
+def seconds_off(truth: Truth, start: float, series: Sequence[float], rel: float = 0.02,
+                floor: float = 2.0) -> list[tuple[int, float, float]]:
+    """The seconds of ``series`` (iops.csv from ``start``) that differ from the model's by
+    more than ``rel`` of the model's (at least ``floor`` I/Os), plus what the model completed
+    within fio's epoch resolution (±1 ms) of the second's two edges: where a second starts
+    is known to a millisecond, and a GC burst there moves writes across the edge.
+    (second, iops.csv, model) for each."""
+    out = []
+    for i, got in enumerate(series):
+        a, b = start + i, start + i + 1
+        want = truth.writes_between(a, b)
+        edge = sum(truth.writes_between(e - EPOCH_RESOLUTION_S, e + EPOCH_RESOLUTION_S)
+                   for e in (a, b))
+        if not abs(got - want) <= max(rel * want, floor) + edge:
+            out.append((i, got, round(want, 1)))
+    return out
+
+
 def fit_start(truth: Truth, job: FioJob, search_s: float = 0.5) -> float:
     """The epoch time of fio's time 0, fitted against the truth over the raw log's windows."""
     def error(start: float) -> float:

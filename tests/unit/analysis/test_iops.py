@@ -169,12 +169,35 @@ def test_cliff_none_when_no_drop_or_too_short():
 
 def test_sustained_drop_share_rule():
     values = np.r_[np.full(10, 100.0), np.full(30, 1.0)]
-    values[15] = 100.0
-    values[20] = 100.0
-    values[25] = 100.0  # 27 of 30 below from t=10: exactly 90%
+    for t in (13, 16, 19, 22, 25, 28):
+        values[t] = 100.0  # 24 of 30 below from t=10: exactly 80%
     assert sustained_drop(values, 50.0, 30) == 10
-    values[30] = 100.0  # 26 of 30: not enough from 10; the window from 11 does not fit
+    values[31] = 100.0  # 23 of 30: not enough from 10; the window from 11 does not fit
     assert sustained_drop(values, 50.0, 30) is None
+    assert sustained_drop(values, 50.0, 30, share=0.75) == 10
+
+
+def test_sustained_drop_needs_the_windows_mean_below_too():
+    # 27 of 30 below, but three huge bursts put the mean above: not a sustained drop
+    values = np.r_[np.full(10, 100.0), np.full(30, 40.0)]
+    values[[15, 20, 25]] = 200.0
+    assert sustained_drop(values, 50.0, 30) is None
+    values[[15, 20, 25]] = 60.0
+    assert sustained_drop(values, 50.0, 30) == 10
+
+
+def test_a_noisy_consumer_drive_falls_off_in_its_second_second():
+    """iops.csv of the simulated consumer drive (block-layer series, CI pre-check
+    2026-11-23): 3010 IOPS in second 0, the model garbage-collected from second 0, then a
+    noisy steady state whose GC bursts put 4 of each 30 s above half the 3-s reference;
+    the 90% rule put the cliff at 7, the model's is 0."""
+    iops = np.array([3010, 635, 320, 369, 79, 36, 669, 0, 0, 767, 512, 383, 448, 258, 509,
+                     322, 191, 578, 317, 0, 707, 253, 0, 768, 449, 328, 312, 448, 128, 446,
+                     514, 386, 320, 127, 0, 0, 57, 1351, 577, 382, 0, 641, 382, 396, 374,
+                     384, 0, 0, 865, 287, 576, 383, 383, 326, 188, 525, 370, 257, 445, 260],
+                    dtype=float)
+    c = spare_area_cliff(iops)
+    assert c.reference_window_s == 3 and c.at_s == 1, c
 
 
 def test_analyse_iops_empty_series_is_a_clear_result():

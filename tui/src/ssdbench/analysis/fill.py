@@ -13,6 +13,7 @@ from ssdbench.analysis.iops import as_series, sustained_drop
 FILL_CLIFF_FRACTION = 0.70  # throughput falls below 70% of the reference ...
 FILL_REFERENCE_S = 30  # reference: median of the first 30 s (a quarter of a shorter fill)
 FILL_SUSTAIN_S = 30  # ... for 30 s (a twentieth of a shorter fill, at least 3 s)
+FILL_SUSTAIN_SHARE = 0.90  # ... with at least 90% of those seconds (and their mean) below
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ def fill_stats(mib_s: Any, gib_written: Any) -> FillStats:
     reference = float(np.median(head)) if head.size else None
     cliff = cliff_gib = before = after = None
     if reference is not None and reference > 0:
-        cliff = sustained_drop(rate, FILL_CLIFF_FRACTION * reference, sustain)
+        cliff = sustained_drop(rate, FILL_CLIFF_FRACTION * reference, sustain,
+                               share=FILL_SUSTAIN_SHARE)
         if cliff is not None:
             cliff_gib = float(gib[cliff - 1]) if cliff > 0 and not np.isnan(gib[cliff - 1]) else 0.0
             before = _mean(rate[:cliff])

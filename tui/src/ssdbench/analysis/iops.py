@@ -33,7 +33,7 @@ SNIA_SLOPE_LIMIT = 0.10  # |slope| * (rounds - 1) <= 10% of the window mean
 
 CLIFF_FRACTION = 0.50  # below 50% of the plateau (the best 60-s mean) ...
 CLIFF_SUSTAIN_S = 30  # ... for a window of 30 s ...
-CLIFF_SUSTAIN_SHARE = 0.90  # ... in which at least 90% of the seconds are below
+CLIFF_SUSTAIN_SHARE = 0.80  # ... in which at least 80% of the seconds, and the mean, are below
 PLATEAU_WINDOW_S = 60  # the plateau: the highest mean over 60 consecutive seconds
 EARLY_WINDOW_S = 3  # a plateau shorter than a minute: the best 3-s mean of the first minute
 
@@ -227,17 +227,20 @@ def sustained_drop(
     share: float = CLIFF_SUSTAIN_SHARE,
     start: int = 0,
 ) -> int | None:
-    """First index ``t >= start`` where ``values[t] < threshold`` and at least ``share`` of
-    ``values[t : t + sustain]`` (a window that must fit in the series) is below it."""
+    """First index ``t >= start`` where ``values[t] < threshold``, at least ``share`` of
+    ``values[t : t + sustain]`` (a window that must fit in the series) is below it, and so
+    is the window's mean (a missing second counts as at the threshold)."""
     arr = as_series(values)
     n = arr.size
     if sustain <= 0 or n - start < sustain:
         return None
     below = (arr < threshold).astype(np.int64)  # NaN counts as not below
     csum = np.concatenate(([0], np.cumsum(below)))
+    vsum = np.concatenate(([0.0], np.cumsum(np.where(np.isnan(arr), threshold, arr))))
     need = math.ceil(share * sustain - 1e-9)
     t = np.arange(start, n - sustain + 1)
-    ok = (below[t] == 1) & ((csum[t + sustain] - csum[t]) >= need)
+    ok = ((below[t] == 1) & ((csum[t + sustain] - csum[t]) >= need)
+          & (vsum[t + sustain] - vsum[t] < threshold * sustain))
     hits = np.flatnonzero(ok)
     return int(t[hits[0]]) if hits.size else None
 
