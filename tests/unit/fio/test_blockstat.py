@@ -131,16 +131,18 @@ def test_sampler_writes_rows_and_fios_epoch(tmp_path: Path) -> None:
     sampler = BlockStatSampler(str(stat), tmp_path / "fio", "torture", device="loop9",
                                direction="write", io_size=4096)
     assert sampler.start()
-    sampler.offer_epoch(EPOCH // 1_000_000 + 5)
-    sampler.offer_epoch(EPOCH // 1_000_000)  # an earlier estimate wins
-    sampler.offer_epoch(EPOCH // 1_000_000 + 9)
+    epoch_ms = time.time_ns() // 1_000_000 + 500  # fio starts after the sampler
+    sampler.offer_epoch(epoch_ms - 3 * 3600 * 1000)  # before the sampler: not fio's start
+    sampler.offer_epoch(epoch_ms + 5)
+    sampler.offer_epoch(epoch_ms)  # an earlier estimate wins
+    sampler.offer_epoch(epoch_ms + 9)
     deadline = time.monotonic() + 10
     while sampler.samples < 3 and time.monotonic() < deadline:
         os.sched_yield()
     sampler.stop()
     rows_path, meta_path = trace_paths(tmp_path / "fio", "torture")
     meta = json.loads(meta_path.read_text())
-    assert meta["fio_epoch_ns"] == EPOCH and meta["io_size"] == 4096
+    assert meta["fio_epoch_ns"] == epoch_ms * 1_000_000 and meta["io_size"] == 4096
     lines = rows_path.read_text().splitlines()
     # a header naming the fields the kernel prints (11 here: an older kernel), then rows
     assert lines[0] == ("time_ns,reads,reads_merged,sectors_read,ms_reading,writes,"
@@ -219,3 +221,35 @@ def test_the_queue_fio_drains_after_its_runtime_is_counted_in_the_reconciliation
     check = write_run_csvs(run_dir)["torture"]
     assert not check.ok
     assert "(+32 completed after its last second)" in (check.warning() or "")
+
+
+def test_interpolation_uses_the_reads_around_each_edge(tmp_path: Path) -> None:
+    # reads 1.5 ms either side of each edge, 1000 IOPS before 1.0 s and 3000 after:
+    # the count at 1.0 s lies between the reads around it, not at the nearest read
+    rows, done = [], 0.0
+    for t in (-0.0015, 0.0015, 0.5, 0.9985, 1.0015, 1.5, 1.9985, 2.0015):
+        done = 1000 * min(t, 1.0) + 3000 * max(t - 1.0, 0.0)
+        rows.append((t, round(done * 8)))
+    header = "time_ns,reads,reads_merged,sectors_read\n"  # narrower than the rows
+    files = _trace(tmp_path / "fio", rows)
+    path = trace_paths(files.fio_dir, "torture")[0]
+    path.write_text(header + path.read_text())
+    trace = load_block_trace(files, "write")
+    assert trace is not None
+    iops, _ = trace.per_second(2)
+    # linear between the reads bracketing 1.0 s (998.5 and 1004.5 I/Os): 1001.5, so the
+    # seconds are 1001.5 and 2998.5, within the 3-ms bracket's 1.5 I/Os of the truth
+    # (the nearest read would give 998.5 or 1004.5)
+    assert iops.tolist() == pytest.approx([1001.5, 2998.5], abs=0.01)
+
+
+def test_a_trace_that_does_not_see_fios_io_gives_way_to_fios_log(tmp_path: Path) -> None:
+    """A device whose statistics stay at zero (queue/iostats off, a multipath head): the
+    series comes from fio's log and the reconciliation says why."""
+    run_dir = make_run_dir(tmp_path, "torture-3s", "torture")
+    _trace(run_dir / "fio", [(t / 10, 0) for t in range(-5, 40)])
+    check = write_run_csvs(run_dir)["torture"]
+    assert check.source == "fio-log"
+    assert check.trace_rejected and "do not see fio's I/O" in check.trace_rejected
+    assert check.to_dict()["trace_rejected"] == check.trace_rejected
+    assert check.after_end == 0.0

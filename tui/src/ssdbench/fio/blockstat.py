@@ -19,7 +19,8 @@ fio's time 0 (its job epoch) comes from its status dumps: ``timestamp_ms - job_r
 interpolates the cumulative counts at the whole seconds of that epoch: exact seconds,
 whatever fio's helper thread did, and a stall is a stall.
 
-Files (both written as the stage runs, so a pulled plug keeps what was sampled):
+Files (written as the stage runs: rows reach the file about once a second, not fsynced;
+in kiosk mode the results live in RAM and reach the stick when a stage starts or ends):
 
 * ``fio/<stage>_blockstat.csv``: a header line, then ``time_ns`` (CLOCK_REALTIME) and the
   stat file's fields as the kernel prints them (Documentation/block/stat.rst: reads, reads
@@ -112,9 +113,11 @@ class BlockStatSampler:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._started_ns = time.time_ns()
 
     def start(self) -> bool:
         """Open the stat file and start sampling; False (and ``error``) when it cannot."""
+        self._started_ns = time.time_ns()
         try:
             self._fd = os.open(self.stat, os.O_RDONLY)
         except OSError as exc:
@@ -138,15 +141,25 @@ class BlockStatSampler:
             os.close(self._fd)
             self.error = f"cannot write {self.rows_path}: {exc.strerror or exc}"
             return False
-        self._thread = threading.Thread(target=self._run, name=f"blockstat-{self.stat}",
-                                        daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._run, name=f"blockstat-{self.stat}", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError as exc:  # no thread to be had: no trace, the stage goes on
+            self._out.close()
+            os.close(self._fd)
+            self.error = f"cannot start the sampling thread: {exc}"
+            return False
+        self._thread = thread
         return True
 
     def offer_epoch(self, epoch_ms: int) -> None:
         """A status dump's ``timestamp_ms - job_runtime`` (the earliest one wins)."""
         epoch = int(epoch_ms) * 1_000_000
         with self._lock:
+            # the sampler starts before fio: an epoch before its start is not fio's job start
+            # (a dump taken while the job was still being set up, a clock step)
+            if epoch < self._started_ns - NS:
+                return
             if self._epoch is not None and epoch >= self._epoch:
                 return
             first = self._epoch is None
@@ -159,6 +172,8 @@ class BlockStatSampler:
             return
         self._stop.set()
         self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            self.error = self.error or "the sampling thread did not stop within 10 s"
         self._thread = None
         self._write_meta()
 
@@ -175,12 +190,14 @@ class BlockStatSampler:
             self.error = self.error or f"cannot write {self.meta_path}: {exc.strerror or exc}"
 
     def _sample(self, buf: list[str]) -> bool:
+        # stamped before the read: the kernel formats the counters within microseconds of
+        # the call, while taking the GIL back after it can take milliseconds
+        now = time.time_ns()
         try:
             raw = os.pread(self._fd, 4096, 0)
         except OSError as exc:  # the device went away
             self.error = f"{self.stat}: {exc.strerror or exc} (the trace ends here)"
             return False
-        now = time.time_ns()
         fields = raw.split()
         if len(fields) < 7:
             self.error = f"{self.stat}: unexpected content {raw[:80]!r} (the trace ends here)"

@@ -353,6 +353,7 @@ class Series:
     # block layer: I/Os that completed after the stage's last second (fio's drain of the
     # queue once its runtime is over; fio's total counts them, the seconds do not)
     after_end_ios: float = 0.0
+    trace_rejected: str | None = None  # why a block-layer trace was not used (fio's log was)
 
     def seconds(self) -> F64:
         """Duration of each row: 1 s, the last one possibly shorter."""
@@ -422,6 +423,29 @@ def load_block_trace(files: StageFiles, direction: str) -> BlockTrace | None:
     return BlockTrace(t_s, done - done[0], io_size)
 
 
+TRACE_TRUST = 0.05  # a trace further than this from fio's own total is not used
+
+
+def _trace_disagrees(iops: F64, last_s: float, after_end: float,
+                     fio_total: float | None) -> str | None:
+    """Why the block layer's counts cannot stand for the stage's I/O (None: they can). The
+    stat file may not count what fio did: ``queue/iostats`` off, a multipath head without
+    statistics, a stacked device that counts at submission. Then fio's log is used."""
+    if fio_total is None or fio_total <= 0:
+        return None
+    dur = np.ones(iops.size)
+    if dur.size:
+        dur[-1] = last_s
+    counted = float(np.nansum(iops * dur)) + after_end
+    if np.isnan(iops).all():
+        return "the trace covers none of the stage's seconds"
+    gap = (counted - fio_total) / fio_total
+    if abs(gap) > TRACE_TRUST:
+        return (f"the block layer counted {counted:,.0f} I/Os, fio {fio_total:,.0f} "
+                f"({gap:+.1%}): the device's statistics do not see fio's I/O")
+    return None
+
+
 def stage_series(files: StageFiles, direction: str, *, latency: bool = True,
                  recover_tail: bool = False) -> Series:
     """The per-second series of a stage. ``recover_tail`` (bandwidth series): trailing
@@ -444,14 +468,16 @@ def stage_series(files: StageFiles, direction: str, *, latency: bool = True,
 
     trace = load_block_trace(files, direction) if latency else None
     after_end = 0.0
+    rejected: str | None = None
     if trace is not None:
         iops, mib_s = trace.per_second(n, last)
-        source = "block-layer"
         after_end = trace.ios_after(n - 1 + last) if n else 0.0
-    else:
+        rejected = _trace_disagrees(iops, last, after_end, float(total_ios) if report else None)
+        source = "block-layer"
+    if trace is None or rejected is not None:
         iops = series("iops", float(total_ios))
         mib_s = series("bw", total_bytes / 1024.0) / 1024.0
-        source = "fio-log"
+        source, after_end = "fio-log", 0.0
     nan = np.full(n, np.nan)
     lat_mean, p99, p9999, lmax = nan, nan, nan, nan
     if latency:
@@ -464,7 +490,8 @@ def stage_series(files: StageFiles, direction: str, *, latency: bool = True,
             p99, p9999 = pct[:, 0], pct[:, 1]
     idle = iops <= 0
     lat = [np.where(idle, np.nan, a) for a in (lat_mean, p99, p9999, lmax)]
-    return Series(iops, mib_s, lat[0], lat[1], lat[2], lat[3], last, source, after_end)
+    return Series(iops, mib_s, lat[0], lat[1], lat[2], lat[3], last, source, after_end,
+                  rejected)
 
 
 TOLERANCE = 0.005  # the per-second series must add up to fio's total within 0.5%
@@ -487,6 +514,7 @@ class Reconciliation:
     tolerance: float = TOLERANCE
     source: str = "fio-log"  # the series' source: "fio-log" or "block-layer"
     after_end: float = 0.0  # block layer: I/Os completed after the last second (counted)
+    trace_rejected: str | None = None  # a block-layer trace that was not used, and why
 
     @property
     def ok(self) -> bool:
@@ -498,7 +526,8 @@ class Reconciliation:
                 "series_total": round(self.series_total, 1), "fio_total": self.fio_total,
                 "relative_gap": gap, "tolerance": self.tolerance, "within_tolerance": self.ok,
                 "missing_seconds": self.missing_seconds, "recovered_tail": self.recovered_tail,
-                "source": self.source, "after_end_ios": round(self.after_end, 1)}
+                "source": self.source, "after_end_ios": round(self.after_end, 1),
+                "trace_rejected": self.trace_rejected}
 
     def warning(self) -> str | None:
         """The run.json warning for a gap beyond the tolerance (None when within)."""
@@ -538,7 +567,8 @@ def reconcile(stage: str, csv_name: str, series: Series, report: FioReport | Non
     gap = (counted - total) / total if total else (0.0 if counted == 0 else None)
     return Reconciliation(stage, csv_name, quantity, summed, total, gap, missing,
                           recovered_tail, source=series.source,
-                          after_end=series.after_end_ios)
+                          after_end=series.after_end_ios,
+                          trace_rejected=series.trace_rejected)
 
 
 # ---- CSV writing ----

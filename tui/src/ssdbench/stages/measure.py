@@ -12,6 +12,7 @@ from ssdbench.fio.jobs import JobFile, JobTarget
 from ssdbench.fio.runner import LiveStatus, run_fio
 from ssdbench.fio.status import FioReport
 from ssdbench.stages.base import RunContext, StageCancelled, StageFailed
+from ssdbench.system import LiveFS
 
 
 def job_target(ctx: RunContext) -> JobTarget:
@@ -90,7 +91,8 @@ def block_trace(ctx: RunContext, job: JobFile) -> BlockStatSampler | None:
     if job.io_size is None or job.runtime_s is None or ctx.target.kind != "block" or not name:
         return None
     stat = stat_path(name)
-    if not ctx.host.fs.exists(stat):
+    # the sampler reads this machine's /sys: only for the live host, not a replayed one
+    if not isinstance(ctx.host.fs, LiveFS) or not ctx.host.fs.exists(stat):
         return None
     sampler = BlockStatSampler(stat, ctx.run_dir / "fio", job.stage, device=name,
                                direction=job.direction, io_size=job.io_size)
