@@ -127,6 +127,14 @@ def per_second(t_ms: F64, values: F64, n: int) -> tuple[F64, npt.NDArray[np.bool
     return out, present
 
 
+def second_durations(n: int, last_s: float = 1.0) -> F64:
+    """How long each of a stage's n one-second rows lasts: 1 s, the last ``last_s``."""
+    duration = np.ones(n)
+    if n:
+        duration[-1] = last_s
+    return duration
+
+
 MIN_COVER_S = 0.5  # a second has a value when fio's log covers at least half of it
 STALL_WINDOW_S = 1.5  # a log window longer than this spans a stall (no completions)
 
@@ -172,9 +180,7 @@ def resample(t_ms: F64, rates: F64, n: int, last_s: float = 1.0) -> Resampled:
     due, so a window longer than ``STALL_WINDOW_S`` spans a stall: its I/Os completed in its
     first second and the rest of it is zero (a stall stays a stall). A row with the same
     stamp as the previous one (a duplicate) is summed over the previous row's window."""
-    duration = np.ones(n)
-    if n:
-        duration[-1] = last_s
+    duration = second_durations(n, last_s)
     if t_ms.size == 0 or n == 0:
         return Resampled(np.zeros(n), np.zeros(n), duration, 0.0, 0.0)
     t = t_ms / 1000.0
@@ -357,10 +363,7 @@ class Series:
 
     def seconds(self) -> F64:
         """Duration of each row: 1 s, the last one possibly shorter."""
-        dur = np.ones(self.mib_s.size)
-        if dur.size:
-            dur[-1] = self.last_second_s
-        return dur
+        return second_durations(self.mib_s.size, self.last_second_s)
 
 
 SECTOR = 512
@@ -433,10 +436,7 @@ def _trace_disagrees(iops: F64, last_s: float, after_end: float,
     statistics, a stacked device that counts at submission. Then fio's log is used."""
     if fio_total is None or fio_total <= 0:
         return None
-    dur = np.ones(iops.size)
-    if dur.size:
-        dur[-1] = last_s
-    counted = float(np.nansum(iops * dur)) + after_end
+    counted = float(np.nansum(iops * second_durations(iops.size, last_s))) + after_end
     if np.isnan(iops).all():
         return "the trace covers none of the stage's seconds"
     gap = (counted - fio_total) / fio_total
