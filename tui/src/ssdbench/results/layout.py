@@ -85,6 +85,15 @@ class RunRecord:
             self.data[key] = value
         self.save()
 
+    def set_entry(self, key: str, name: str, value: Any) -> None:
+        """``data[key][name] = value`` (``data[key]`` a mapping per stage or phase, made on
+        first use), then saved."""
+        with self._lock:
+            entries = dict(self.data.get(key) or {})
+            entries[name] = value
+            self.data[key] = entries
+        self.save()
+
     def plan_stages(self, names: list[str]) -> None:
         """List every stage of the plan up front, all "pending"."""
         with self._lock:

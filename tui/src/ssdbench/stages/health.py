@@ -37,8 +37,6 @@ class HealthStage:
             snapshot = {"available": False, "reason": f"smartctl failed: {exc}"}
         except ValueError as exc:
             snapshot = {"available": False, "reason": f"smartctl output not understood: {exc}"}
-        health = dict(ctx.record.data.get("health") or {})
-        health[self.phase] = snapshot
-        ctx.record.set("health", health)
+        ctx.record.set_entry("health", self.phase, snapshot)
         if not snapshot["available"]:
             ctx.emit(self.name, "running", str(snapshot["reason"]))

@@ -105,10 +105,9 @@ def block_trace(ctx: RunContext, job: JobFile) -> BlockStatSampler | None:
 def record_block_trace(ctx: RunContext, stage: str, sampler: BlockStatSampler) -> None:
     """run.json ``block_trace.<stage>``: how many times the counters were read, fio's
     epoch, and why the trace ended early (``error``) if it did."""
-    traces = dict(ctx.record.data.get("block_trace") or {})
-    traces[stage] = {"stat_path": sampler.stat, "samples": sampler.samples,
-                     "fio_epoch_ns": sampler.meta.fio_epoch_ns, "error": sampler.error}
-    ctx.record.set("block_trace", traces)
+    ctx.record.set_entry("block_trace", stage, {
+        "stat_path": sampler.stat, "samples": sampler.samples,
+        "fio_epoch_ns": sampler.meta.fio_epoch_ns, "error": sampler.error})
 
 
 def record_coverage(ctx: RunContext, job: JobFile, report: FioReport) -> None:
@@ -124,21 +123,16 @@ def record_coverage(ctx: RunContext, job: JobFile, report: FioReport) -> None:
         "covered": moved >= expected,
         "jobs": {j.name: j.direction(job.direction).io_bytes for j in report.jobs},
     }
-    coverage = dict(ctx.record.data.get("coverage") or {})
-    coverage[job.stage] = entry
-    ctx.record.set("coverage", coverage)
+    ctx.record.set_entry("coverage", job.stage, entry)
 
 
 def record_reconciliation(ctx: RunContext, stage: str, entry: dict[str, Any],
                           warning: str | None) -> None:
     """run.json ``reconciliation.<stage>`` (the per-second series against fio's totals) and,
     for a gap beyond the tolerance, a ``warnings`` entry the report shows."""
-    data = ctx.record.data
-    checks = dict(data.get("reconciliation") or {})
-    checks[stage] = entry
-    ctx.record.set("reconciliation", checks)
+    ctx.record.set_entry("reconciliation", stage, entry)
     if warning is not None:
-        warnings = [w for w in data.get("warnings") or []
+        warnings = [w for w in ctx.record.data.get("warnings") or []
                     if not (isinstance(w, dict) and w.get("kind") == "reconciliation"
                             and w.get("stage") == stage)]
         warnings.append({"kind": "reconciliation", "stage": stage, "message": warning})
