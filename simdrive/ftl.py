@@ -41,6 +41,7 @@ F_HOST_WRITES, F_HOST_PAGES, F_HOST_READS, F_READ_PAGES = 0, 1, 2, 3
 F_NAND_PAGES, F_GC_MOVES, F_ERASES, F_BUSY, F_STALL, F_FREE, F_TRIMS = 4, 5, 6, 7, 8, 9, 10
 N_FIELDS = 11
 SUB = 100  # host write completions are also counted per 10 ms (fields N_FIELDS..+SUB)
+R10 = N_FIELDS + SUB  # ... and the server's replies to them, per 10 ms (fields R10..+SUB)
 
 
 @dataclass(frozen=True)
@@ -335,7 +336,7 @@ class FTL:
     def _bin(self, sec: int) -> list[float]:
         row = self.bins.get(sec)
         if row is None:
-            row = [0.0] * (N_FIELDS + SUB)
+            row = [0.0] * (N_FIELDS + 2 * SUB)
             row[F_FREE] = -1.0
             self.bins[sec] = row
         return row
@@ -425,6 +426,12 @@ class FTL:
         row[F_NAND_PAGES] += t.nand_pages - nand0 - (t.gc_moves - moves0)
         row[F_FREE] = len(self.free)
         return done
+
+    def replied(self, when: float) -> None:
+        """The server sent a host write's reply at `when` (epoch s): the model's `done`
+        plus however late the host let the server's thread run (docs/simdrive.md)."""
+        sec = math.floor(when)
+        self._bin(sec)[R10 + min(SUB - 1, int((when - sec) * SUB))] += 1
 
     def read(self, arrival: float, offset: int, length: int) -> float:
         pages = self._pages(offset, length)
@@ -526,5 +533,6 @@ def record(sec: int, row: list[float], last_free: int) -> dict[str, Any]:
         "busy_ms": round(busy, 1),
         "stall_ms": round(min(1000.0, row[F_STALL]), 1),
         "zero_second": host == 0 and busy >= 999.0,
-        "w10ms": [int(x) for x in row[N_FIELDS:]] if host else [],
+        "w10ms": [int(x) for x in row[N_FIELDS:R10]] if host else [],
+        "r10ms": [int(x) for x in row[R10:]] if any(row[R10:]) else [],
     }

@@ -35,6 +35,7 @@ class Second:
     stall_ms: float  # of which foreground GC (host writes waiting)
     zero_second: bool  # busy all second, no host write completed
     w10ms: tuple[int, ...] = ()  # host writes completed per 10 ms of the second (empty: none)
+    r10ms: tuple[int, ...] = ()  # the server's replies to host writes per 10 ms (served only)
 
 
 @dataclass(frozen=True)
@@ -65,21 +66,28 @@ class Truth:
         got = {s.t: s.host_writes for s in secs}
         return {t: got.get(t, 0) for t in range(secs[0].t, secs[-1].t + 1)}
 
-    @functools.cached_property
-    def _prefix(self) -> tuple[int, list[int]]:
-        """(first 10-ms slot, cumulative host writes at each slot boundary)."""
+    def _prefix_of(self, slots_of: str) -> tuple[int, list[int]]:
+        """(first 10-ms slot, cumulative count at each slot boundary) of one 10-ms field."""
         if not self.seconds:
             return 0, [0]
         first = self.seconds[0].t * 100
         slots = [0] * ((self.seconds[-1].t + 1) * 100 - first)
         for s in self.seconds:
             base = s.t * 100 - first
-            for i, n in enumerate(s.w10ms):
+            for i, n in enumerate(getattr(s, slots_of)):
                 slots[base + i] += n
         return first, [0, *itertools.accumulate(slots)]
 
-    def _cum(self, t: float) -> float:
-        first, cum = self._prefix
+    @functools.cached_property
+    def _done_prefix(self) -> tuple[int, list[int]]:
+        return self._prefix_of("w10ms")
+
+    @functools.cached_property
+    def _reply_prefix(self) -> tuple[int, list[int]]:
+        return self._prefix_of("r10ms")
+
+    def _cum(self, t: float, replied: bool) -> float:
+        first, cum = self._reply_prefix if replied else self._done_prefix
         x = t * 100.0 - first
         if x <= 0:
             return 0.0
@@ -88,15 +96,16 @@ class Truth:
         i = math.floor(x)
         return cum[i] + (cum[i + 1] - cum[i]) * (x - i)
 
-    def writes_between(self, t0: float, t1: float) -> float:
+    def writes_between(self, t0: float, t1: float, replied: bool = False) -> float:
         """Host writes completed within the epoch interval [t0, t1) (10-ms resolution,
-        linear within a slot)."""
-        return self._cum(t1) - self._cum(t0)
+        linear within a slot): by the model's completion times, or with `replied` by when
+        the server sent the replies (served drives only: what the host could see)."""
+        return self._cum(t1, replied) - self._cum(t0, replied)
 
-    def resample(self, start: float, n: int) -> list[float]:
+    def resample(self, start: float, n: int, replied: bool = False) -> list[float]:
         """Host writes per second in the n one-second windows from epoch `start` (a fio
         log's seconds, say, whatever their phase against the epoch)."""
-        return [self.writes_between(start + i, start + i + 1) for i in range(n)]
+        return [self.writes_between(start + i, start + i + 1, replied) for i in range(n)]
 
     def align(self, iops: Sequence[float], near: float, search_s: float = 5.0) -> float:
         """The epoch time at which a per-second series (e.g. ssdbench's iops.csv) starts:
@@ -169,6 +178,7 @@ def parse(text: str) -> Truth:
             events.append(obj)
         else:
             obj["w10ms"] = tuple(obj.get("w10ms", ()))
+            obj["r10ms"] = tuple(obj.get("r10ms", ()))
             seconds.append(Second(**obj))
     seconds.sort(key=lambda s: s.t)
     return Truth(tuple(seconds), tuple(events))

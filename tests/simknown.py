@@ -113,18 +113,20 @@ EPOCH_RESOLUTION_S = 0.001  # fio's timestamp_ms and job_runtime are whole milli
 
 
 def seconds_off(truth: Truth, start: float, series: Sequence[float], rel: float = 0.02,
-                floor: float = 2.0) -> list[tuple[int, float, float]]:
+                floor: float = 2.0, replied: bool = False) -> list[tuple[int, float, float]]:
     """The seconds of ``series`` (iops.csv from ``start``) that differ from the model's by
     more than ``rel`` of the model's (at least ``floor`` I/Os), plus what the model completed
     within fio's epoch resolution (±1 ms) of the second's two edges: where a second starts
     is known to a millisecond, and a GC burst there moves writes across the edge.
+    ``replied``: against when the server sent the replies, not the model's completion
+    times (the host's view: a loaded host runs the server's threads late now and then).
     (second, iops.csv, model) for each."""
     out = []
     for i, got in enumerate(series):
         a, b = start + i, start + i + 1
-        want = truth.writes_between(a, b)
-        edge = sum(truth.writes_between(e - EPOCH_RESOLUTION_S, e + EPOCH_RESOLUTION_S)
-                   for e in (a, b))
+        want = truth.writes_between(a, b, replied)
+        edge = sum(truth.writes_between(e - EPOCH_RESOLUTION_S, e + EPOCH_RESOLUTION_S,
+                                        replied) for e in (a, b))
         if not abs(got - want) <= max(rel * want, floor) + edge:
             out.append((i, got, round(want, 1)))
     return out

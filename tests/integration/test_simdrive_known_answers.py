@@ -182,6 +182,7 @@ def test_hostprio_per_second_and_stalls_exact(hostprio: tuple[SimDrive, Path]) -
         zeros, longest)
     assert abs(sum(series) - sum(want)) <= 0.005 * sum(want)
     assert seconds_off(truth, start, series) == []
+    assert seconds_off(truth, start, series, replied=True) == []
 
 
 @pytest.mark.parametrize(("preset", "size", "verdict"), [
@@ -276,15 +277,14 @@ def test_enterprise_totals_windows_steady_state_and_cliff(
 
 def test_enterprise_iops_csv_seconds_within_2_percent(
         enterprise_done: tuple[Background, Path, list[float], list[float]]) -> None:
-    """Within 2% (plus fio's 1-ms epoch at the edges) for 99% of the seconds, all within 5%.
-    The model's truth logs the completion times it computed; on a loaded host (the other
-    known-answer drives run meanwhile) its replies reach the kernel a few to tens of ms
-    late now and then, moving a handful of writes across an edge the truth shows quiet
-    (CI pre-check: 2 of 360 seconds 2.2% off, 224 vs 229 and 236 vs 231; 17-21 seconds
-    beyond 1%; iops.csv from fio's log had 133 of 150 beyond 2%)."""
+    """Every second within 2% (plus fio's 1-ms epoch at the edges) of the model's second,
+    and of the writes the server answered in it (the host's view: the same within a write
+    a second, measured). Before the drive's processes ran at nice -10 (simdrive/cli.py), a
+    loaded host delayed replies downstream of the model by tens of ms now and then (CI
+    pre-checks: 1-2 of 360 seconds 2.0-2.2% off, e.g. 224 vs 229; reproduced with two CPU
+    hogs: 163 vs 167, replies on time); iops.csv from fio's log had 133 of 150 beyond 2%."""
     enterprise, run_dir, series, _ = enterprise_done
     truth = enterprise.drive.truth()
     start = recorded_epoch(run_dir)
-    bad = seconds_off(truth, start, series)
-    assert len(bad) <= len(series) // 100, bad[:20]
-    assert seconds_off(truth, start, series, rel=0.05) == []
+    assert seconds_off(truth, start, series) == []
+    assert seconds_off(truth, start, series, replied=True) == []

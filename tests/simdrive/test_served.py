@@ -107,6 +107,11 @@ def test_data_trim_and_sanitize_through_the_loop_device(
     # every 4 KiB page written is in the log: 3 MiB, then 4 KiB straddling the last two
     # pages (the drive ends 512 bytes into a page), then 1 MiB after the sanitize
     assert sum(s.host_pages for s in log.seconds) == 768 + 2 + 256
+    # and every write's reply, no earlier than the model's completion
+    assert sum(map(sum, (s.r10ms for s in log.seconds))) == sum(
+        s.host_writes for s in log.seconds)
+    first = min(s.t for s in log.seconds if s.host_writes)
+    assert min(s.t for s in log.seconds if s.r10ms) >= first
     assert log.events_of("stop")[0]["totals"]["host_pages"] == 256  # counters reset
     assert not (workdir / "data.img").exists()
 

@@ -36,6 +36,24 @@ def test_records_round_trip_and_window_counts() -> None:
     assert log.writes_between(1001.3, 1002.3) == pytest.approx(1000, abs=1)
     assert log.resample(1000.3, 4) == pytest.approx([1000] * 4, abs=1)
     assert log.zero_seconds() == []  # idle seconds are not stalls
+    assert log.writes_between(1000, 1012, replied=True) == 0  # no server: no replies
+
+
+def test_replies_are_counted_apart_from_the_models_completions() -> None:
+    """A served drive logs when each reply went out as well: a reply 15 ms after the
+    model's completion moves that write across the edge in the host's view only."""
+    p = Personality("t", "test", spare=0.5, pages_per_block=16, low=1)
+    ftl = FTL(p, 64 * 2**20, 1000.0)
+    dones = [ftl.write(1000.9900 + i * 0.0001, i * PAGE, PAGE) for i in range(5)]
+    for d in dones:
+        ftl.replied(d + 0.015)
+    log = truth.parse("\n".join(json.dumps(record(s, row, 0))
+                                for s, row in ftl.final_bins(2000.0)))
+    assert log.writes_between(1000, 1001) == 5
+    assert log.writes_between(1000, 1001, replied=True) == 0
+    assert log.writes_between(1001, 1002, replied=True) == 5
+    assert [s.t for s in log.seconds] == [1000, 1001]
+    assert log.seconds[1].host_writes == 0 and sum(log.seconds[1].r10ms) == 5
 
 
 def test_align_finds_the_phase_of_a_per_second_series() -> None:
