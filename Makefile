@@ -29,10 +29,10 @@ lint: venv
 	$(VENV)/bin/lint-imports
 
 # The README's test command: every tier (unit, UI, integration on loop devices, e2e in QEMU,
-# the Buildroot checks), then the unit and UI tests again on the image's Python pins.
+# the Buildroot checks), then the unit and UI tests again on the image's Python pins; the QEMU
+# tier in a lane of its own beside the rest (scripts/run-tests.sh).
 test: deps venv lint
-	$(PY) -m pytest $(PYTEST_ARGS) tests
-	scripts/test-image-python.sh
+	scripts/run-tests.sh $(PYTEST_ARGS)
 
 test-unit: venv
 	$(PY) -m pytest $(PYTEST_ARGS) tests/unit
