@@ -84,10 +84,11 @@ def test_tui_on_the_serial_console_runs_a_quick_plan(dev_image: Path, tmp_path: 
                 break
             except AssertionError:
                 continue
-        s = screen.wait("Saved in", 180)  # the path may wrap onto the next line
-        assert "/mnt/ssdresults/ssdbench/" in s, s
-        rows = dict(re.findall(rf"^ {name}\s+(\S+)\s+(done|failed|cancelled)\s+[\d,]+ ", s,
-                               re.M))
+        # a slow serial line paints the screen for a while: wait for both run rows
+        row = re.compile(rf"^ {name}\s+(\S+)\s+(done|failed|cancelled)\s+[\d,]+ ", re.M)
+        s = screen.wait(lambda t: "Saved in" in t and len(row.findall(t)) >= 2, 180)
+        assert "/mnt/ssdresults/ssdbench/" in s, s  # the path may wrap onto the next line
+        rows = dict(row.findall(s))
         assert rows == {"consistency-default": "done", "trim": "done"}, s
         # the serial stream carried the TUI itself (escape sequences and its text)
         log = _serial_log(work)
