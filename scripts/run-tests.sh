@@ -9,8 +9,9 @@
 #
 # Most of the rest is waiting (timed fio runs on simulated drives, the Buildroot checks), so it
 # fits beside QEMU: 28.5 minutes in all on 2 cores (QEMU lane 27.5, the rest 19.6 with the
-# image-pins pass) instead of 33-35 one after the other (README.md). The lanes share nothing: e2e is the only user of build/dev-image, each
-# lane has its own pytest temporary root, loop devices and tmux sessions are per test.
+# image-pins pass) instead of 33-35 one after the other (README.md). The lanes share nothing:
+# e2e is the only user of build/dev-image, each lane has its own pytest temporary root, loop
+# devices and tmux sessions are per test.
 # Both lanes' lines go to the terminal as they come, prefixed "[e2e]" / "[rest]"; whole logs
 # in build/test-logs/. Exit status: 0 only when both lanes passed.
 set -euo pipefail

@@ -117,6 +117,7 @@ DRIVE_NICE = -10
 
 
 def _niced(argv: list[str], package: str) -> list[str]:
+    """``argv`` at DRIVE_NICE when root; a clear error when its program is missing."""
     if shutil.which(argv[0]) is None:
         raise SimdriveError(f"{argv[0]} is not installed (apt-get install {package})")
     return ["nice", "-n", str(DRIVE_NICE), *argv] if os.geteuid() == 0 else argv
@@ -161,12 +162,8 @@ def start(args: argparse.Namespace) -> str:
     # nbdkit forks into the background once it is listening (its pidfile then exists); the
     # foreground mode dies with the process that started it.
     with (d / "nbdkit.log").open("w") as log:
-        try:
-            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                  check=False, timeout=120)
-        except FileNotFoundError:
-            raise SimdriveError("nbdkit is not installed (apt-get install nbdkit "
-                                "nbdkit-plugin-python)") from None
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                              check=False, timeout=120)
     # the daemon writes its pidfile after the parent has returned: wait for it
     if proc.returncode == 0:
         _wait(lambda: _read_pid(pidfile) is not None and sock.exists(), 30.0)
@@ -196,8 +193,6 @@ def attach(args: argparse.Namespace) -> str:
             _niced(["nbdfuse", "-P", str(pidfile), str(mnt / "nbd"), "--unix",
                     state["socket"]], "libnbd-bin"),
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-    except FileNotFoundError:
-        raise SimdriveError("nbdfuse is not installed (apt-get install libnbd-bin)") from None
     finally:
         log.close()
     state["nbdfuse_pid"] = proc.pid

@@ -418,20 +418,24 @@ class FTL:
             self._spread(start, gc_end, F_GC_MOVES, (t.gc_moves - moves0) / span)
             self._spread(start, gc_end, F_ERASES, (t.erases - erases0) / span)
             self._spread(start, gc_end, F_NAND_PAGES, (t.gc_moves - moves0) / span)
-        sec = math.floor(done)
-        row = self._bin(sec)
-        row[N_FIELDS + min(SUB - 1, int((done - sec) * SUB))] += 1
+        row = self._count_10ms(N_FIELDS, done)
         row[F_HOST_WRITES] += 1
         row[F_HOST_PAGES] += len(pages)
         row[F_NAND_PAGES] += t.nand_pages - nand0 - (t.gc_moves - moves0)
         row[F_FREE] = len(self.free)
         return done
 
+    def _count_10ms(self, first: int, when: float) -> list[float]:
+        """Count one in the 10-ms field (from `first`) of epoch time `when`; its row."""
+        sec = math.floor(when)
+        row = self._bin(sec)
+        row[first + min(SUB - 1, int((when - sec) * SUB))] += 1
+        return row
+
     def replied(self, when: float) -> None:
         """The server sent a host write's reply at `when` (epoch s): the model's `done`
         plus however late the host let the server's thread run (docs/simdrive.md)."""
-        sec = math.floor(when)
-        self._bin(sec)[R10 + min(SUB - 1, int((when - sec) * SUB))] += 1
+        self._count_10ms(R10, when)
 
     def read(self, arrival: float, offset: int, length: int) -> float:
         pages = self._pages(offset, length)

@@ -188,6 +188,15 @@ def _sleep_until(done: float) -> None:
         time.sleep(delay)
 
 
+def _answer_write(done: float) -> None:
+    """Reply to a host write at its completion time and log when the reply went out (the
+    time is read under the lock: a truth flush never passes a reply)."""
+    assert _st.ftl is not None
+    _sleep_until(done)
+    with _lock:
+        _st.ftl.replied(time.time())
+
+
 def pread(h: int, buf: Any, offset: int, flags: int) -> None:
     assert _st.ftl is not None
     with _lock:
@@ -207,9 +216,7 @@ def pwrite(h: int, buf: Any, offset: int, flags: int) -> None:
         done = _st.ftl.write(now, offset, len(buf))
         os.pwrite(_st.fd, buf, offset)
         _st.zeroed = []
-    _sleep_until(done)
-    with _lock:  # the time is read under the lock: a truth flush never passes a reply
-        _st.ftl.replied(time.time())
+    _answer_write(done)
 
 
 def flush(h: int, flags: int) -> None:
@@ -275,7 +282,7 @@ def zero(h: int, count: int, offset: int, flags: int) -> None:
             _punch(offset, count)
             _st.ftl.events.append({"event": "zero", "time": now, "offset": offset,
                                    "length": count, "deallocated": False})
-    _sleep_until(done)
-    if not may_trim:  # a host write, counted like pwrite's
-        with _lock:
-            _st.ftl.replied(time.time())
+    if may_trim:
+        _sleep_until(done)
+    else:  # a host write, answered like pwrite's
+        _answer_write(done)

@@ -436,9 +436,9 @@ def _trace_disagrees(iops: F64, last_s: float, after_end: float,
     statistics, a stacked device that counts at submission. Then fio's log is used."""
     if fio_total is None or fio_total <= 0:
         return None
-    counted = float(np.nansum(iops * second_durations(iops.size, last_s))) + after_end
     if np.isnan(iops).all():
         return "the trace covers none of the stage's seconds"
+    counted = float(np.nansum(iops * second_durations(iops.size, last_s))) + after_end
     gap = (counted - fio_total) / fio_total
     if abs(gap) > TRACE_TRUST:
         return (f"the block layer counted {counted:,.0f} I/Os, fio {fio_total:,.0f} "
