@@ -264,8 +264,11 @@ def test_hostprio_per_second_and_stalls_exact(hostprio: tuple[SimDrive, Path]) -
     assert (int(summary["zero_iops_seconds"]), int(summary["longest_stall_s"])) == (
         zeros, longest)
     assert abs(sum(series) - sum(want)) <= 0.005 * sum(want)
-    assert seconds_off(truth, start, series) == []
-    assert seconds_off(truth, start, series, replied=True) == []
+    # on a miss: how well ssdbench's sampler caught the seconds' edges
+    edges = {k: v for k, v in json.loads((run_dir / "run.json").read_text())[
+        "reconciliation"]["torture"].items() if k in ("edge_bracket_ms_max", "wide_edges")}
+    assert seconds_off(truth, start, series) == [], edges
+    assert seconds_off(truth, start, series, replied=True) == [], edges
 
 
 @pytest.mark.parametrize(("preset", "size", "verdict"), [

@@ -76,6 +76,11 @@ def test_data_trim_and_sanitize_through_the_loop_device(
     with cli.running(workdir, preset, size, fob_iops=4000.0) as (sock, dev):
         assert sock.exists() and dev is not None and dev.startswith("/dev/loop")
         assert int(run("blockdev", "--getsize64", dev)) == size
+        # a drive is hardware: its server and nbdfuse run as real-time tasks (root)
+        for pidfile in ("nbd.pid", "nbdfuse.pid"):
+            pid = int((workdir / pidfile).read_text())
+            assert os.sched_getscheduler(pid) == os.SCHED_FIFO, pidfile
+            assert os.sched_getparam(pid).sched_priority == cli.DRIVE_RT_PRIORITY
         pwrite(dev, 5 * MIB, data)
         pwrite(dev, size - 4096, data[:4096])  # the drive's last, partial page
         assert pread(dev, 5 * MIB, 3 * MIB) == data

@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from ssdbench.fio import blockstat
 from ssdbench.fio.blockstat import (
     COARSE_NS,
     DENSE_NS,
@@ -21,9 +23,11 @@ from ssdbench.fio.blockstat import (
     NS,
     BlockStatSampler,
     next_sample_ns,
+    sampler_argv,
     trace_paths,
 )
 from ssdbench.fio.logs import StageFiles, load_block_trace, write_run_csvs
+from ssdbench.system import SystemRunner
 from tests.unit.fio.conftest import make_run_dir
 
 EPOCH = 1_795_433_586_030_000_000
@@ -125,20 +129,40 @@ def test_reads_use_the_sectors_read_column(tmp_path: Path) -> None:
     assert load_block_trace(files, "write").per_second(1)[0].tolist() == [0]  # type: ignore[union-attr]
 
 
+def _sampler(tmp_path: Path, stat: Path) -> BlockStatSampler:
+    return BlockStatSampler(SystemRunner(), str(stat), tmp_path / "fio", "torture",
+                            device="loop9", direction="write", io_size=4096)
+
+
+def _rows(tmp_path: Path) -> list[str]:
+    return trace_paths(tmp_path / "fio", "torture")[0].read_text().splitlines()
+
+
+def _wait_for(what: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 20
+    while not what() and time.monotonic() < deadline:
+        os.sched_yield()
+
+
 def test_sampler_writes_rows_and_fios_epoch(tmp_path: Path) -> None:
     stat = tmp_path / "stat"
     stat.write_text("    5 0 40 1 7 0 56 2 0 3 3\n")
-    sampler = BlockStatSampler(str(stat), tmp_path / "fio", "torture", device="loop9",
-                               direction="write", io_size=4096)
-    assert sampler.start()
+    sampler = _sampler(tmp_path, stat)
+    assert sampler.start(), sampler.error
+    # a process of its own, a real-time one when ssdbench may make it so (root)
+    assert sampler._proc is not None
+    pid = sampler._proc.pid  # type: ignore[attr-defined]
+    assert os.sched_getscheduler(pid) == (os.SCHED_FIFO if os.geteuid() == 0
+                                          else os.SCHED_OTHER)
     epoch_ms = time.time_ns() // 1_000_000 + 500  # fio starts after the sampler
     sampler.offer_epoch(epoch_ms - 3 * 3600 * 1000)  # before the sampler: not fio's start
     sampler.offer_epoch(epoch_ms + 5)
     sampler.offer_epoch(epoch_ms)  # an earlier estimate wins
     sampler.offer_epoch(epoch_ms + 9)
-    deadline = time.monotonic() + 10
-    while sampler.samples < 3 and time.monotonic() < deadline:
-        os.sched_yield()
+    # rows reach the file once a second; around fio's second 1 they are 2 ms apart
+    edge = (epoch_ms + 1000) * 1_000_000
+    _wait_for(lambda: any(int(r.split(",")[0]) > edge + NEAR_NS
+                          for r in _rows(tmp_path)[1:]))
     sampler.stop()
     rows_path, meta_path = trace_paths(tmp_path / "fio", "torture")
     meta = json.loads(meta_path.read_text())
@@ -150,6 +174,9 @@ def test_sampler_writes_rows_and_fios_epoch(tmp_path: Path) -> None:
                         "queue_ms")
     assert len(lines) == sampler.samples + 1 >= 5
     assert lines[1].split(",")[1:] == ["5", "0", "40", "1", "7", "0", "56", "2", "0", "3", "3"]
+    # the sampler read fio's epoch from the metadata: dense reads around its second 1
+    stamps = np.array([int(r.split(",")[0]) for r in lines[1:]])
+    assert ((stamps > edge - NEAR_NS) & (stamps < edge + NEAR_NS)).sum() >= 3
     # what the sampler wrote reads back as a trace (the header skipped)
     trace = load_block_trace(StageFiles(tmp_path / "fio", "torture"), "write")
     assert trace is not None and trace.io_size == 4096
@@ -157,35 +184,57 @@ def test_sampler_writes_rows_and_fios_epoch(tmp_path: Path) -> None:
     assert sampler.error is None
 
 
-def test_a_stat_file_that_fails_ends_the_trace_without_raising(
+def test_a_stat_file_that_fails_ends_the_trace_without_raising(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    stat.write_text("    5 0 40 1 7 0 56 2 0 3 3\n")
+    sampler = _sampler(tmp_path, stat)
+    assert sampler.start(), sampler.error
+    _wait_for(lambda: len(_rows(tmp_path)) > 1)  # the first row is flushed at once
+    stat.write_text("gone\n")  # what the sampler reads no longer looks like the counters
+    assert sampler._proc is not None
+    _wait_for(lambda: sampler._proc.proc.poll() is not None)  # type: ignore[union-attr]
+    sampler.stop()
+    assert sampler.error and "unexpected content b'gone" in sampler.error, sampler.error
+    assert "the trace ends here" in sampler.error
+    rows = _rows(tmp_path)
+    assert len(rows) == sampler.samples + 1 >= 2  # the rows read before it reached the file
+    assert all(r.split(",")[1:] == ["5", "0", "40", "1", "7", "0", "56", "2", "0", "3", "3"]
+               for r in rows[1:])
+    (tmp_path / "dir").mkdir()  # opens, but cannot be read
+    for path in (tmp_path / "dir", tmp_path / "nothing"):
+        refused = _sampler(tmp_path, path)
+        assert not refused.start() and refused.error and "cannot read" in refused.error
+
+
+def test_the_sampler_ends_when_ssdbench_is_gone(tmp_path: Path) -> None:
+    """A sampler whose ssdbench died (killed, power cut in a test rig) does not run on:
+    run here with a parent that is not its own, it stops at its first wake-up."""
+    stat = tmp_path / "stat"
+    stat.write_text("    5 0 40 1 7 0 56 2 0 3 3\n")
+    rows, meta = trace_paths(tmp_path, "torture")
+    proc = SystemRunner().stream(
+        [*sampler_argv(str(stat), rows, meta)[:-1], str(os.getpid() + 1_000_000)])
+    result = proc.wait()
+    assert result.text.splitlines() == ["ready", "error ssdbench went away (the trace ends here)"]
+    assert len(rows.read_text().splitlines()) == 2  # its first and last reads
+
+
+def test_a_sampler_that_cannot_start_leaves_no_trace_and_says_why(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     stat = tmp_path / "stat"
     stat.write_text("    5 0 40 1 7 0 56 2 0 3 3\n")
-    real_pread, calls = os.pread, [0]
-
-    def pread(fd: int, n: int, offset: int) -> bytes:  # the device goes away at read 4
-        calls[0] += 1
-        if calls[0] >= 4:
-            raise OSError(errno.ENODEV, os.strerror(errno.ENODEV))
-        return real_pread(fd, n, offset)
-
-    monkeypatch.setattr(os, "pread", pread)  # blockstat calls os.pread at each read
-    sampler = BlockStatSampler(str(stat), tmp_path / "fio", "torture", device="loop9",
-                               direction="write", io_size=4096)
-    assert sampler.start()
-    deadline = time.monotonic() + 10
-    while sampler.error is None and time.monotonic() < deadline:
-        os.sched_yield()
-    sampler.stop()
-    assert sampler.error and "the trace ends here" in sampler.error, sampler.error
-    assert sampler.samples == 2  # read 1 sized the header
-    rows = trace_paths(tmp_path / "fio", "torture")[0].read_text().splitlines()
-    assert len(rows) == 3  # the header and both rows reached the file
-    (tmp_path / "dir").mkdir()  # opens, but cannot be read
-    for path in (tmp_path / "dir", tmp_path / "nothing"):
-        refused = BlockStatSampler(str(path), tmp_path / "fio", "torture",
-                                   device="loop9", direction="write", io_size=4096)
-        assert not refused.start() and refused.error and "cannot read" in refused.error
+    monkeypatch.setattr(blockstat, "_package_root", lambda: str(tmp_path))
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python3")
+    sampler = _sampler(tmp_path, stat)
+    assert not sampler.start()
+    assert sampler.error and "cannot start the sampler" in sampler.error
+    assert "not installed" in sampler.error
+    # Python without ssdbench (the base interpreter of the tests' venv)
+    monkeypatch.setattr(sys, "executable", str(Path(sys.base_prefix) / "bin" / "python3"))
+    sampler = _sampler(tmp_path, stat)
+    assert not sampler.start()
+    assert sampler.error and sampler.error.startswith("the sampler exited with code 1 ")
+    assert "No module named 'ssdbench'" in sampler.error
 
 
 def test_the_queue_fio_drains_after_its_runtime_is_counted_in_the_reconciliation_only(
@@ -241,6 +290,31 @@ def test_interpolation_uses_the_reads_around_each_edge(tmp_path: Path) -> None:
     # seconds are 1001.5 and 2998.5, within the 3-ms bracket's 1.5 I/Os of the truth
     # (the nearest read would give 998.5 or 1004.5)
     assert iops.tolist() == pytest.approx([1001.5, 2998.5], abs=0.01)
+    assert trace.edge_brackets_ms(2).tolist() == pytest.approx([3.0, 3.0, 3.0], abs=1e-3)
+    assert math.isnan(trace.edge_brackets_ms(3)[3])  # past the trace's end
+
+
+def test_run_json_says_how_widely_the_edges_were_bracketed(tmp_path: Path) -> None:
+    """A sampler that read late around an edge (90 ms before to 4 ms after it, as a thread
+    of ssdbench once did on a loaded host) is named in the reconciliation."""
+    run_dir = make_run_dir(tmp_path, "torture-3s", "torture")
+    report = StageFiles(run_dir / "fio", "torture").report()
+    assert report is not None
+    total, runtime_ms = report.total("write")[1], report.runtime_ms
+
+    def done(t_ms: int) -> int:  # a steady rate, all of fio's I/O within its runtime
+        return round(total * min(max(t_ms, 0), runtime_ms) / runtime_ms) * 8
+
+    late = [t for t in range(-6, runtime_ms + 8, 2) if not -90 < t - 1000 < 4]
+    _trace(run_dir / "fio", [(t / 1000, done(t)) for t in late])
+    entry = write_run_csvs(run_dir)["torture"].to_dict()
+    assert entry["source"] == "block-layer", entry
+    assert entry["edge_bracket_ms_max"] == pytest.approx(94.0, abs=0.01)
+    assert entry["wide_edges"] == 1
+    _trace(run_dir / "fio", [(t / 1000, done(t)) for t in range(-6, runtime_ms + 8, 2)])
+    entry = write_run_csvs(run_dir)["torture"].to_dict()
+    assert entry["edge_bracket_ms_max"] == pytest.approx(2.0, abs=0.01)
+    assert entry["wide_edges"] == 0
 
 
 def test_a_trace_that_does_not_see_fios_io_gives_way_to_fios_log(tmp_path: Path) -> None:

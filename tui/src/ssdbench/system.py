@@ -59,7 +59,8 @@ class CommandRecord:
     stdout_bytes: int
     stderr_bytes: int
     stderr_tail: str
-    outcome: str  # "ok", "failed", "timeout", "not-found", "killed"
+    # "ok", "failed", "timeout", "not-found", "killed", "stopped" (asked to stop, ended well)
+    outcome: str
 
     def log_line(self) -> str:
         """One line for log.txt: UTC start, duration, exit code, argv, stderr tail."""
@@ -406,7 +407,7 @@ class _LiveProcess:
         err = b"".join(self._stderr_parts)
         err_text = err.decode("utf-8", errors="replace")
         if self._terminated:
-            outcome = "killed"
+            outcome = "stopped" if rc in self.ok_codes else "killed"
         else:
             outcome = "ok" if rc in self.ok_codes else "failed"
         self.emit(

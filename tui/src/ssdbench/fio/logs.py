@@ -360,13 +360,23 @@ class Series:
     # queue once its runtime is over; fio's total counts them, the seconds do not)
     after_end_ios: float = 0.0
     trace_rejected: str | None = None  # why a block-layer trace was not used (fio's log was)
+    # block layer: the widest bracket of reads around a second's edge (ms), and how many
+    # edges were bracketed wider than WIDE_EDGE_MS (None: no trace used)
+    edge_bracket_ms_max: float | None = None
+    wide_edges: int | None = None
 
     def seconds(self) -> F64:
         """Duration of each row: 1 s, the last one possibly shorter."""
         return second_durations(self.mib_s.size, self.last_second_s)
 
 
+def _edges(n: int, last_s: float) -> F64:
+    """The n + 1 edges of n seconds on fio's clock, the last second ``last_s`` long."""
+    return np.concatenate((np.arange(n, dtype=np.float64), [n - 1 + last_s]))
+
+
 SECTOR = 512
+WIDE_EDGE_MS = 20.0  # a trace's edge bracketed wider than this is counted in run.json
 _SECTOR_COLUMN = {"read": 3, "write": 7}  # time_ns, then the stat file's fields
 
 
@@ -383,7 +393,7 @@ class BlockTrace:
         a second the trace does not cover from edge to edge is NaN."""
         if n == 0:
             return np.zeros(0), np.zeros(0)
-        edges = np.concatenate((np.arange(n, dtype=np.float64), [n - 1 + last_s]))
+        edges = _edges(n, last_s)
         done = np.interp(edges, self.t_s, self.done_bytes)
         # the stamps are ns read through float64 (about 0.3 µs apart at today's epoch)
         inside = (edges >= self.t_s[0] - 1e-6) & (edges <= self.t_s[-1] + 1e-6)
@@ -391,6 +401,20 @@ class BlockTrace:
         duration = np.diff(edges)
         moved = np.where(ok, np.diff(done), np.nan)
         return moved / self.io_size / duration, moved / MIB / duration
+
+    def edge_brackets_ms(self, n: int, last_s: float = 1.0) -> F64:
+        """For each edge of the n seconds (n + 1 of them), the time between the reads
+        either side of it in ms (NaN outside the trace): how far the count at the edge is
+        interpolated. The sampler reads 2 ms apart around edges; a wide bracket is a late
+        sampler, which spreads the I/O of that stretch over the seconds beside the edge."""
+        if n == 0:
+            return np.zeros(0)
+        edges = _edges(n, last_s)
+        after = np.searchsorted(self.t_s, edges, side="right")
+        inside = (after > 0) & (after < self.t_s.size)
+        hi = self.t_s[np.clip(after, 0, self.t_s.size - 1)]
+        lo = self.t_s[np.clip(after - 1, 0, self.t_s.size - 1)]
+        return np.where(inside, (hi - lo) * 1000.0, np.nan)
 
     def ios_after(self, t_s: float) -> float:
         """I/Os completed after ``t_s`` until the trace ends (0 when it ends before)."""
@@ -469,15 +493,22 @@ def stage_series(files: StageFiles, direction: str, *, latency: bool = True,
     trace = load_block_trace(files, direction) if latency else None
     after_end = 0.0
     rejected: str | None = None
+    bracket_max: float | None = None
+    wide: int | None = None
     if trace is not None:
         iops, mib_s = trace.per_second(n, last)
         after_end = trace.ios_after(n - 1 + last) if n else 0.0
         rejected = _trace_disagrees(iops, last, after_end, float(total_ios) if report else None)
         source = "block-layer"
+        brackets = trace.edge_brackets_ms(n, last)
+        if np.isfinite(brackets).any():
+            bracket_max = round(float(np.nanmax(brackets)), 3)
+            wide = int((brackets > WIDE_EDGE_MS).sum())
     if trace is None or rejected is not None:
         iops = series("iops", float(total_ios))
         mib_s = series("bw", total_bytes / 1024.0) / 1024.0
         source, after_end = "fio-log", 0.0
+        bracket_max = wide = None
     nan = np.full(n, np.nan)
     lat_mean, p99, p9999, lmax = nan, nan, nan, nan
     if latency:
@@ -491,7 +522,7 @@ def stage_series(files: StageFiles, direction: str, *, latency: bool = True,
     idle = iops <= 0
     lat = [np.where(idle, np.nan, a) for a in (lat_mean, p99, p9999, lmax)]
     return Series(iops, mib_s, lat[0], lat[1], lat[2], lat[3], last, source, after_end,
-                  rejected)
+                  rejected, bracket_max, wide)
 
 
 TOLERANCE = 0.005  # the per-second series must add up to fio's total within 0.5%
@@ -515,6 +546,8 @@ class Reconciliation:
     source: str = "fio-log"  # the series' source: "fio-log" or "block-layer"
     after_end: float = 0.0  # block layer: I/Os completed after the last second (counted)
     trace_rejected: str | None = None  # a block-layer trace that was not used, and why
+    edge_bracket_ms_max: float | None = None  # Series.edge_bracket_ms_max
+    wide_edges: int | None = None  # Series.wide_edges
 
     @property
     def ok(self) -> bool:
@@ -527,7 +560,8 @@ class Reconciliation:
                 "relative_gap": gap, "tolerance": self.tolerance, "within_tolerance": self.ok,
                 "missing_seconds": self.missing_seconds, "recovered_tail": self.recovered_tail,
                 "source": self.source, "after_end_ios": round(self.after_end, 1),
-                "trace_rejected": self.trace_rejected}
+                "trace_rejected": self.trace_rejected,
+                "edge_bracket_ms_max": self.edge_bracket_ms_max, "wide_edges": self.wide_edges}
 
     def warning(self) -> str | None:
         """The run.json warning for a gap beyond the tolerance (None when within)."""
@@ -568,7 +602,9 @@ def reconcile(stage: str, csv_name: str, series: Series, report: FioReport | Non
     return Reconciliation(stage, csv_name, quantity, summed, total, gap, missing,
                           recovered_tail, source=series.source,
                           after_end=series.after_end_ios,
-                          trace_rejected=series.trace_rejected)
+                          trace_rejected=series.trace_rejected,
+                          edge_bracket_ms_max=series.edge_bracket_ms_max,
+                          wide_edges=series.wide_edges)
 
 
 # ---- CSV writing ----

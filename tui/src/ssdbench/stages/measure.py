@@ -94,7 +94,7 @@ def block_trace(ctx: RunContext, job: JobFile) -> BlockStatSampler | None:
     # the sampler reads this machine's /sys: only for the live host, not a replayed one
     if not isinstance(ctx.host.fs, LiveFS) or not ctx.host.fs.exists(stat):
         return None
-    sampler = BlockStatSampler(stat, ctx.run_dir / "fio", job.stage, device=name,
+    sampler = BlockStatSampler(ctx.host.runner, stat, ctx.run_dir / "fio", job.stage, device=name,
                                direction=job.direction, io_size=job.io_size)
     if not sampler.start():
         record_block_trace(ctx, job.stage, sampler)
