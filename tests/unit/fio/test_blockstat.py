@@ -213,7 +213,8 @@ def test_the_sampler_ends_when_ssdbench_is_gone(tmp_path: Path) -> None:
     stat.write_text("    5 0 40 1 7 0 56 2 0 3 3\n")
     rows, meta = trace_paths(tmp_path, "torture")
     proc = SystemRunner().stream(
-        [*sampler_argv(str(stat), rows, meta)[:-1], str(os.getpid() + 1_000_000)])
+        [*sampler_argv(str(stat), rows, meta)[:-1], str(os.getpid() + 1_000_000)],
+        env={"PYTHONPATH": blockstat._package_root()})  # as BlockStatSampler passes it
     result = proc.wait()
     assert result.text.splitlines() == ["ready", "error ssdbench went away (the trace ends here)"]
     assert len(rows.read_text().splitlines()) == 2  # its first and last reads
