@@ -243,7 +243,6 @@ class BlockStatSampler:
                 self.samples = max(sum(1 for _ in rows) - 1, 0)
         except OSError:
             self.samples = 0
-        self._write_meta()
 
     def _write_meta(self) -> bool:
         with self._lock:
