@@ -51,8 +51,7 @@ def main() -> int:
             if not sampler.start():
                 print(f"the sampler did not start: {sampler.error}", file=sys.stderr)
                 return 1
-            proc = getattr(sampler, "_proc", None)
-            pid = getattr(proc, "pid", 0)
+            pid = sampler.pid
             policy = "fifo" if pid and os.sched_getscheduler(pid) == os.SCHED_FIFO else "other"
             epoch_ms = time.time_ns() // 1_000_000 + 300
             sampler.offer_epoch(epoch_ms)

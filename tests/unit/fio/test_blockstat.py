@@ -150,8 +150,8 @@ def test_sampler_writes_rows_and_fios_epoch(tmp_path: Path) -> None:
     sampler = _sampler(tmp_path, stat)
     assert sampler.start(), sampler.error
     # a process of its own, a real-time one when ssdbench may make it so (root)
-    assert sampler._proc is not None
-    pid = sampler._proc.pid  # type: ignore[attr-defined]
+    pid = sampler.pid
+    assert pid is not None
     assert os.sched_getscheduler(pid) == (os.SCHED_FIFO if os.geteuid() == 0
                                           else os.SCHED_OTHER)
     epoch_ms = time.time_ns() // 1_000_000 + 500  # fio starts after the sampler
@@ -164,6 +164,7 @@ def test_sampler_writes_rows_and_fios_epoch(tmp_path: Path) -> None:
     _wait_for(lambda: any(int(r.split(",")[0]) > edge + NEAR_NS
                           for r in _rows(tmp_path)[1:]))
     sampler.stop()
+    assert sampler.pid is None
     rows_path, meta_path = trace_paths(tmp_path / "fio", "torture")
     meta = json.loads(meta_path.read_text())
     assert meta["fio_epoch_ns"] == epoch_ms * 1_000_000 and meta["io_size"] == 4096
@@ -191,8 +192,11 @@ def test_a_stat_file_that_fails_ends_the_trace_without_raising(tmp_path: Path) -
     assert sampler.start(), sampler.error
     _wait_for(lambda: len(_rows(tmp_path)) > 1)  # the first row is flushed at once
     stat.write_text("gone\n")  # what the sampler reads no longer looks like the counters
-    assert sampler._proc is not None
-    _wait_for(lambda: sampler._proc.proc.poll() is not None)  # type: ignore[union-attr]
+    pid = sampler.pid
+    assert pid is not None
+    # it ends itself (not reaped here: stop() collects what it said)
+    _wait_for(lambda: os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+              is not None)
     sampler.stop()
     assert sampler.error and "unexpected content b'gone" in sampler.error, sampler.error
     assert "the trace ends here" in sampler.error

@@ -156,6 +156,12 @@ class BlockStatSampler:
         self._proc: RunningProcess | None = None
         self._started_ns = time.time_ns()
 
+    @property
+    def pid(self) -> int | None:
+        """The running sampler's process id (None before start, after stop, on a replay)."""
+        pid = getattr(self._proc, "pid", None)
+        return pid if isinstance(pid, int) else None
+
     def start(self) -> bool:
         """Write the header, start the sampler and wait for its first row; False (and
         ``error``) when it cannot."""
