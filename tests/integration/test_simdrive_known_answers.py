@@ -179,14 +179,12 @@ def test_enterprise_totals_windows_steady_state_and_cliff(
 
 def test_enterprise_iops_csv_seconds_within_2_percent(
         enterprise_done: tuple[Background, Path, list[float], list[float]]) -> None:
-    """iops.csv against the writes the server answered in each second (the host's view),
-    within 2% plus fio's 1-ms epoch at the edges: 99% of the seconds, all within 5%. The
-    server answers on time (within 1% or 3 writes a second of the model's completions:
-    checked; measured 1, 4 with the other drives beside it);
-    what remains is the host path downstream of it (nbdfuse, FUSE, loop) stalling now and
-    then on a loaded host: with the drive alone at nice -10 beside the QEMU lane, 1 of 360
-    seconds 2.3% off (214 vs 219), the model and the block layer both quiet for 80 ms at
-    its edges (docs/simdrive.md "Known answers"). On an idle host: 370 of 370 within 2%."""
+    """Every second of iops.csv within 2% of the model's completions and of the writes the
+    server answered in it (the host's view), plus fio's 1-ms epoch at the edges; the server
+    answers on time (within 1% or 3 writes a second of the model's completions).
+    Measured (docs/simdrive.md "Known answers"): 360 of 360 within 1% since nbdfuse runs one
+    connection per worker thread (simdrive/cli.py NBDFUSE_CONNECTIONS); before, nbdfuse held
+    up to 6 answered writes through GC stalls and 1-2 seconds of 360 were 2.2-2.7% off."""
     enterprise, run_dir, series, want = enterprise_done
     truth = enterprise.drive.truth()
     start = recorded_epoch(run_dir)
@@ -194,9 +192,8 @@ def test_enterprise_iops_csv_seconds_within_2_percent(
     late = [(i, a, b) for i, (a, b) in enumerate(zip(want, replied, strict=True))
             if abs(a - b) > max(3.0, 0.01 * a)]
     assert late == [], late[:20]
-    bad = seconds_off(truth, start, series, replied=True)
-    assert len(bad) <= len(series) // 100, bad[:20]
-    assert seconds_off(truth, start, series, rel=0.05, replied=True) == []
+    assert seconds_off(truth, start, series) == []
+    assert seconds_off(truth, start, series, replied=True) == []
 
 
 @pytest.fixture(scope="module")
