@@ -27,6 +27,10 @@ for tool in apt-get dpkg-deb grub-mkimage genimage mkfs.vfat mcopy zstd cpio dep
 done
 
 mkdir -p "$out/debs" "$out/apt"
+# One build at a time: `make test` may ask for the image from both lanes (scripts/run-tests.sh);
+# the second waits and then finds it up to date.
+exec 9>"$out/.lock"
+flock 9
 # Resolve the dependency closure of the image's packages against an empty dpkg status, so
 # packages installed on the host are not left out; the mirror is whatever the host's apt
 # sources name (nothing here names one).
@@ -170,7 +174,7 @@ site=$root/usr/lib/python3/dist-packages
 mkdir -p "$site"
 cp -a "$pydeps/." "$site/"
 rm -f "$site/.done"
-rm -rf "$site/bin"
+rm -rf "${site:?}/bin"
 cp -a "$repo/tui/src/ssdbench" "$site/"
 cat >"$root/usr/bin/ssdbench" <<'EOF'
 #!/usr/bin/python3
