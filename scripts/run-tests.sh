@@ -9,9 +9,10 @@
 #              then the e2e tests in LATE_E2E
 #
 # Most of the rest is waiting (timed fio runs on simulated drives, the Buildroot checks), so it
-# fits beside QEMU. The QEMU lane is the longer one (28.7 min of 29.7 with everything in it, the
-# rest 20.5): LATE_E2E, short boots that need nothing from the others, moves about 4 minutes of
-# it to the rest lane's end. The lanes share nothing but the dev image (build-dev-image.sh
+# fits beside QEMU. With every QEMU test in the QEMU lane it was the longer one (28.7 min, the
+# rest 20.5): LATE_E2E, short boots that need nothing from the others, moves 3.5 minutes of it
+# to the rest lane's end (then 22.0 and 22.8 min, 23.9 in all with lint and setup, 2026-11-23).
+# The lanes share nothing but the dev image (build-dev-image.sh
 # builds it once, under a lock); each lane has its own pytest temporary root, loop devices and
 # tmux sessions are per test.
 # Both lanes' lines go to the terminal as they come, prefixed "[e2e]" / "[rest]"; whole logs
