@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ssdbench.fio.blockstat import BlockStatSampler, trace_paths
-from ssdbench.fio.logs import StageFiles, load_block_trace
+from ssdbench.fio.blockstat import BlockStatSampler
+from ssdbench.fio.logs import WIDE_EDGE_MS, StageFiles, load_block_trace
 from ssdbench.system import SystemRunner
 
 SECONDS = int(os.environ.get("BENCH_SAMPLER_SECONDS", "20"))
@@ -65,7 +65,6 @@ def main() -> int:
             print(f"the sampler ended early: {sampler.error}", file=sys.stderr)
             return 1
         trace = load_block_trace(StageFiles(work / "fio", "bench"), "write")
-        rows = trace_paths(work / "fio", "bench")[0].read_text().count("\n") - 1
         if trace is None:
             print("the trace did not load", file=sys.stderr)
             return 1
@@ -77,8 +76,8 @@ def main() -> int:
     print(f"sampler_edge_bracket_ms_median={np.median(brackets):.3f}")
     print(f"sampler_edge_bracket_ms_p99={np.percentile(brackets, 99):.3f}")
     print(f"sampler_edge_bracket_ms_max={brackets.max():.3f}")
-    print(f"sampler_wide_edges={int((brackets > 20).sum())}")
-    print(f"sampler_reads_per_s={rows / (SECONDS + 0.3):.1f}")
+    print(f"sampler_wide_edges={int((brackets > WIDE_EDGE_MS).sum())}")
+    print(f"sampler_reads_per_s={sampler.samples / (SECONDS + 0.3):.1f}")
     return 0
 
 
