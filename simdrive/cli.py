@@ -144,7 +144,7 @@ def _priority() -> list[str]:
     return ["nice", "-n", str(DRIVE_NICE)]  # no real time here (an RT cgroup budget)
 
 
-def _niced(argv: list[str], package: str) -> list[str]:
+def _at_drive_priority(argv: list[str], package: str) -> list[str]:
     """``argv`` at the drive's priority; a clear error when its program is missing."""
     if shutil.which(argv[0]) is None:
         raise SimdriveError(f"{argv[0]} is not installed (apt-get install {package})")
@@ -180,7 +180,7 @@ def start(args: argparse.Namespace) -> str:
         "seed": args.seed, "socket": str(sock), "truth": str(d / "truth.jsonl"),
         "data": str(d / "data.img"),
     }
-    argv = _niced([
+    argv = _at_drive_priority([
         "nbdkit", "--log=stderr", "--unix", str(sock), "--pidfile", str(pidfile),
         "python", str(PLUGIN),
         f"preset={personality.name}", f"size={size}", f"fob={args.fob_iops}",
@@ -218,7 +218,7 @@ def attach(args: argparse.Namespace) -> str:
     log = (d / "nbdfuse.log").open("w")
     try:
         proc = subprocess.Popen(
-            _niced(["nbdfuse", "-C", str(NBDFUSE_CONNECTIONS), "-P", str(pidfile),
+            _at_drive_priority(["nbdfuse", "-C", str(NBDFUSE_CONNECTIONS), "-P", str(pidfile),
                     str(mnt / "nbd"), "--unix", state["socket"]], "libnbd-bin"),
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     finally:
