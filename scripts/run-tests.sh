@@ -16,7 +16,9 @@
 # builds it once, under a lock); each lane has its own pytest temporary root, loop devices and
 # tmux sessions are per test.
 # Both lanes' lines go to the terminal as they come, prefixed "[e2e]" / "[rest]"; whole logs
-# in build/test-logs/. Exit status: 0 only when both lanes passed.
+# in build/test-logs/; a failed lane's failing tests and first error lines are printed again
+# at the end (the lanes' lines interleave, and a CI log may keep only its tail). Exit status:
+# 0 only when both lanes passed.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,6 +70,14 @@ rc_rest=0
 lane rest rest "$@" || rc_rest=$?
 rc_e2e=0
 wait "$e2e" || rc_e2e=$?
+failures() {  # NAME: a failed lane's failing tests and first error lines, again at the end
+    local log=$logs/$1.log
+    printf '[%s] what failed (whole log: %s):\n' "$1" "${log#"$repo"/}"
+    grep -E '^(FAILED|ERROR) ' "$log" | sed "s/^/[$1]   /" || true
+    grep -E '^E  ' "$log" | head -n 20 | cut -c1-200 | sed "s/^/[$1]   /" || true
+}
+[[ $rc_e2e -eq 0 ]] || failures e2e
+[[ $rc_rest -eq 0 ]] || failures rest
 printf 'run-tests: rest exit %s, e2e exit %s, %d s in all (logs: %s)\n' \
     "$rc_rest" "$rc_e2e" "$(($(date +%s) - start))" "${logs#"$repo"/}"
 [[ $rc_rest -eq 0 && $rc_e2e -eq 0 ]]
