@@ -41,24 +41,19 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 @dataclass(frozen=True)
 class Nvme:
-    """An emulated NVMe drive on ``path``; ``write_mib_s``: QEMU throttles its writes to that
-    rate (``throttling.bps-write``), so a stage lasts long enough to be interrupted."""
-
     path: Path
     serial: str
-    write_mib_s: int = 0
 
 
-def make_drive(path: Path, serial: str, size: int = 256 << 20, *, pattern: bool = False,
-               write_mib_s: int = 0) -> tuple[Nvme, str | None]:
+def make_drive(path: Path, serial: str, size: int = 256 << 20, *, pattern: bool = False
+               ) -> tuple[Nvme, str | None]:
     """A drive file (sparse, or filled with the rig's pattern); its sha256 when patterned."""
-    drive = Nvme(path, serial, write_mib_s)
     if pattern:
-        return drive, write_pattern(path, size)
+        return Nvme(path, serial), write_pattern(path, size)
     path.unlink(missing_ok=True)
     with path.open("wb") as f:
         f.truncate(size)
-    return drive, None
+    return Nvme(path, serial), None
 
 
 def prepare_stick(workdir: Path, *, entry: str, append: str = "",
@@ -170,9 +165,8 @@ class Guest:
                      "-initrd", str(prepared / "direct-initrd.img"),
                      "-append", (prepared / "direct-cmdline").read_text().strip()]
         for i, d in enumerate(self.nvme):
-            throttle = f",throttling.bps-write={d.write_mib_s << 20}" if d.write_mib_s else ""
             argv += ["-drive", f"if=none,id=nvme{i}-blk,file={d.path},format=raw,"
-                               f"discard=unmap,cache=unsafe{throttle}",
+                               "discard=unmap,cache=unsafe",
                      "-device", f"nvme,id=nvme{i},drive=nvme{i}-blk,serial={d.serial}"]
         return argv
 
