@@ -33,7 +33,7 @@ class Rig:
         self.runner.add(["umount", "-l", str(self.first)])
         self.runner.add(BLKID, returncode=2)  # first: nothing labelled SSDRESULTS
         self.runner.add(BLKID, stdout=BACK_AS_SDB)  # then: the stick is back
-        self.runner.add(["mount", "-t", "vfat", "-o", "rw,noatime,flush", "/dev/sdb2",
+        self.runner.add(["mount", "-t", "vfat", "-o", "rw,sync,noatime", "/dev/sdb2",
                          str(self.second)])
         self.host = Host(self.runner, ReplayFS(self.record))
         self.lines: list[str] = []
@@ -139,6 +139,21 @@ def test_wait_for_stick_until_it_is_back_or_cancelled(tmp_path: Path) -> None:
     never.pull()
     cancel.set()
     assert not never.mirror.wait_for_stick(cancel, poll_s=0.01)
+
+
+def test_remove_torn_leaves_a_temp_that_is_its_final_file(tmp_path: Path) -> None:
+    """A power cut in the middle of a FAT rename can leave the temp name and the final name on
+    the same clusters (seen in QEMU: docs/kiosk.md, "Power loss"): deleting the temp would
+    free the final file's clusters. Same bytes: left; other bytes: a torn copy, deleted."""
+    _write(tmp_path / "trim/run.json", '{"state": "done"}\n')
+    _write(tmp_path / "trim/.run.json.tmp-412", '{"state": "done"}\n')
+    _write(tmp_path / "trim/fill.csv", "time_s,mib_s\n0,1\n")
+    _write(tmp_path / "trim/.fill.csv.tmp-412", "time_s,mib_s\n0,")
+    _write(tmp_path / "trim/.gone.csv.tmp-412", "x")  # its final file never made it
+    assert remove_torn(tmp_path) == [tmp_path / "trim/.fill.csv.tmp-412",
+                                     tmp_path / "trim/.gone.csv.tmp-412"]
+    assert (tmp_path / "trim/.run.json.tmp-412").exists()
+    assert (tmp_path / "trim/run.json").read_text() == '{"state": "done"}\n'
 
 
 def test_remove_torn_keeps_real_dotfiles(tmp_path: Path) -> None:

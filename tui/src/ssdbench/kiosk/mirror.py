@@ -44,14 +44,27 @@ def _files(root: Path) -> list[Path]:
 
 
 def remove_torn(root: Path) -> list[Path]:
-    """Delete temp files an interrupted atomic write left under ``root``; the removed."""
+    """Delete temp files an interrupted atomic write left under ``root``; the removed.
+
+    A temp file with the same bytes as its final name is left alone: on FAT, a power cut in
+    the middle of the rename can leave both names on the same clusters, and deleting one
+    would free the other's (docs/kiosk.md, "Power loss")."""
     removed = []
     if root.is_dir():
         for p in sorted(root.rglob(".*.tmp-*")):
-            if p.is_file():
+            if p.is_file() and not _same_as_final(p):
                 p.unlink(missing_ok=True)
                 removed.append(p)
     return removed
+
+
+def _same_as_final(temp: Path) -> bool:
+    final = temp.with_name(temp.name[1:].rpartition(".tmp-")[0])
+    try:
+        return (final.is_file() and final.stat().st_size == temp.stat().st_size
+                and final.read_bytes() == temp.read_bytes())
+    except OSError:
+        return False
 
 
 class StickMirror:

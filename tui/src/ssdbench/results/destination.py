@@ -5,8 +5,9 @@ Rules (SPEC "Results on the stick"):
 * a FAT (vfat) or exFAT partition labelled ``SSDRESULTS`` is the destination — found by its
   label with ``blkid``, never by guessing the first FAT partition;
 * if it is already mounted read-write (the image's init mounts it at boot) that mount is
-  used; otherwise it is mounted at ``/run/ssdbench/stick`` (``flush`` so data reaches the
-  stick early);
+  used; otherwise it is mounted at ``/run/ssdbench/stick`` (vfat with ``sync``, as the image's
+  init mounts it: every write reaches the stick in the order it was made, so a power cut
+  leaves a consistent FAT, docs/kiosk.md "Power loss");
 * with several such partitions, one already mounted wins, then the one on the boot medium
   (``/run/initramfs/ssdbench-boot-device``), then the first by device name;
 * without one, results are kept in RAM under ``/run/ssdbench/ram`` and copied to the stick
@@ -142,7 +143,7 @@ def find_destination(
             continue
         try:
             stick_mount.mkdir(parents=True, exist_ok=True)
-            options = "rw,noatime,flush" if part.fstype == "vfat" else "rw,noatime"
+            options = "rw,sync,noatime" if part.fstype == "vfat" else "rw,noatime"
             host.runner.run(
                 ["mount", "-t", part.fstype, "-o", options, part.device, str(stick_mount)],
                 timeout=60,
