@@ -35,6 +35,7 @@ from tests.simknown import (
     fit_start,
     iops_series,
     model_cliff_s,
+    model_zero_seconds,
     recorded_epoch,
     seconds_off,
     simulated_drive,
@@ -257,13 +258,18 @@ def test_hostprio_per_second_and_stalls_exact(hostprio: tuple[SimDrive, Path]) -
     start = _series_start(truth, run_dir)
     want = truth.resample(start, len(series))
     summary = _summary(results)
-    zeros, longest = zero_seconds(want)
-    assert (int(summary["zero_iops_seconds"]), int(summary["longest_stall_s"])) == (
-        zeros, longest)
-    assert abs(sum(series) - sum(want)) <= 0.005 * sum(want)
     # on a miss: how well ssdbench's sampler caught the seconds' edges
     edges = {k: v for k, v in json.loads((run_dir / "run.json").read_text())[
         "reconciliation"]["torture"].items() if k in ("edge_bracket_ms_max", "wide_edges")}
+    # the zero seconds: the model's, second by second, but for those whose only writes lie
+    # within its log's 10-ms slot of an edge (either way is right there)
+    zeros = {i for i, v in enumerate(series) if v < 0.5}
+    sure, unsure = model_zero_seconds(truth, start, len(series))
+    assert sure <= zeros <= sure | unsure, (sorted(zeros ^ sure), sorted(unsure), edges)
+    assert zero_seconds(want)[0] > 5, "the model shows no stalls: the test proves nothing"
+    assert (int(summary["zero_iops_seconds"]), int(summary["longest_stall_s"])) == (
+        zero_seconds(series))
+    assert abs(sum(series) - sum(want)) <= 0.005 * sum(want)
     assert seconds_off(truth, start, series) == [], edges
     assert seconds_off(truth, start, series, replied=True) == [], edges
 
