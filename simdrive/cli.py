@@ -219,7 +219,7 @@ def attach(args: argparse.Namespace) -> str:
     try:
         proc = subprocess.Popen(
             _at_drive_priority(["nbdfuse", "-C", str(NBDFUSE_CONNECTIONS), "-P", str(pidfile),
-                    str(mnt / "nbd"), "--unix", state["socket"]], "libnbd-bin"),
+                                str(mnt / "nbd"), "--unix", state["socket"]], "libnbd-bin"),
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     finally:
         log.close()

@@ -74,16 +74,30 @@ def prepare_stick(workdir: Path, *, entry: str, append: str = "",
     return workdir / "stick.img"
 
 
+def results_image(stick: Path) -> str:
+    """The stick's SSDRESULTS partition as an mtools image argument (``-i``): no mount here."""
+    return f"{stick}@@{partitions(stick)[1].start_bytes}"
+
+
+def _mtools(argv: list[str], *, check: bool) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(argv, check=check, capture_output=True, timeout=120,
+                          env={**os.environ, "MTOOLS_SKIP_CHECK": "1"})
+
+
 def stick_files(stick: Path, dest: Path) -> Path:
-    """Copy the stick's SSDRESULTS partition out to ``dest`` (mtools: no mount here)."""
+    """Copy the stick's SSDRESULTS partition out to ``dest``."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    offset = partitions(stick)[1].start_bytes
-    env = {**os.environ, "MTOOLS_SKIP_CHECK": "1"}
-    subprocess.run(["mcopy", "-s", "-n", "-i", f"{stick}@@{offset}", "::*", str(dest)],
-                   check=True, capture_output=True, timeout=120, env=env)
+    _mtools(["mcopy", "-s", "-n", "-i", results_image(stick), "::*", str(dest)], check=True)
     return dest
+
+
+def stick_file(image: str, rel: str) -> bytes | None:
+    """One file of the SSDRESULTS partition (``results_image``) as the stick holds it now,
+    read only; None when mtools cannot read it (not there, or caught mid-write)."""
+    out = _mtools(["mtype", "-i", image, f"::{rel}"], check=False)
+    return out.stdout if out.returncode == 0 else None
 
 
 def boot_partition_sha(stick: Path) -> str:

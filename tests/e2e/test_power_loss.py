@@ -18,15 +18,13 @@ clusters are free)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.rig import KIOSK_APPEND, partitions
+from tests.e2e.rig import KIOSK_APPEND
 from tests.e2e.scenarios import (
     BOOT_S,
     Guest,
@@ -34,6 +32,8 @@ from tests.e2e.scenarios import (
     kiosk_config,
     make_drive,
     prepare_stick,
+    results_image,
+    stick_file,
     stick_files,
     unparsable,
 )
@@ -49,19 +49,16 @@ INTERRUPTED_DURING = {"erase": ("erase", "probe-clean"), "fill": ("fill",),
 STAGE_S = 300.0
 
 
-def _stick_says(stick: Path, stage: str) -> str | None:
-    """What the stick's journal says now, as QEMU has written it so far (mtools, read only):
-    None once a kill at ``stage`` would interrupt that stage as the test expects, else what
-    it says instead. The first "results copied" line after "<stage> started" is no sign of
-    it: that copy may have begun at the previous stage's end, before the stage's start was
-    journaled (the next copy then brings it)."""
-    offset = partitions(stick)[1].start_bytes
+def _stick_says(image: str, stage: str) -> str | None:
+    """What the stick's journal says now, as QEMU has written it so far: None once a kill at
+    ``stage`` would interrupt that stage as the test expects, else what it says instead. The
+    first "results copied" line after "<stage> started" is no sign of it: that copy may have
+    begun at the previous stage's end, before the stage's start was journaled (the next copy
+    then brings it)."""
 
     def read(name: str) -> Any:
-        out = subprocess.run(["mtype", "-i", f"{stick}@@{offset}", f"::ssdbench/{name}"],
-                             capture_output=True, timeout=30, check=False,
-                             env={**os.environ, "MTOOLS_SKIP_CHECK": "1"})
-        return json.loads(out.stdout) if out.returncode == 0 else None
+        data = stick_file(image, f"ssdbench/{name}")
+        return None if data is None else json.loads(data)
 
     try:
         entry = read("state.json")["drives"][SERIAL]
@@ -77,8 +74,9 @@ def _stick_says(stick: Path, stage: str) -> str | None:
 
 
 def _wait_stick(stick: Path, stage: str, timeout_s: float) -> None:
+    image = results_image(stick)
     deadline = time.monotonic() + timeout_s
-    while (says := _stick_says(stick, stage)) is not None:
+    while (says := _stick_says(image, stage)) is not None:
         assert time.monotonic() < deadline, f"the stick never said {stage} ({says})"
         time.sleep(0.2)
 
