@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.scenarios import BOOT_S, Guest, make_drive, prepare_stick
-from tests.ui.test_tmux import Screen, shrink_quick_plan, tmux
+from tests.ui.test_tmux import Screen, results_rows, shrink_quick_plan, tmux
 
 pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -85,10 +85,8 @@ def test_tui_on_the_serial_console_runs_a_quick_plan(dev_image: Path, tmp_path: 
             except AssertionError:
                 continue
         # a slow serial line paints the screen for a while: wait for both run rows
-        row = re.compile(rf"^ {name}\s+(\S+)\s+(done|failed|cancelled)\s+[\d,]+ ", re.M)
-        s = screen.wait(lambda t: "Saved in" in t and len(row.findall(t)) >= 2, 180)
+        s, rows = results_rows(screen, name, 180)
         assert "/mnt/ssdresults/ssdbench/" in s, s  # the path may wrap onto the next line
-        rows = dict(row.findall(s))
         assert rows == {"consistency-default": "done", "trim": "done"}, s
         # the serial stream carried the TUI itself (escape sequences and its text)
         log = _serial_log(work)

@@ -109,6 +109,15 @@ def shrink_quick_plan(screen: Screen, wait_s: float) -> str:
     return screen.wait("Runs: consistency-default, trim", wait_s)
 
 
+def results_rows(screen: Screen, name: str, timeout_s: float) -> tuple[str, dict[str, str]]:
+    """The results screen once "Saved in" and both run rows of drive ``name`` are painted
+    (the screen is drawn in parts: CI once read it with only the first row there), and its
+    rows as {run: state}."""
+    row = re.compile(rf"^ {re.escape(name)}\s+(\S+)\s+(done|failed|cancelled)\s+[\d,]+ ", re.M)
+    s = screen.wait(lambda t: "Saved in" in t and len(row.findall(t)) >= 2, timeout_s)
+    return s, dict(row.findall(s))
+
+
 @pytest.fixture
 def loop_device() -> Iterator[str]:
     with make_loop_device(64, prefix="ssdbench-tmux-") as (dev, _image):
@@ -195,12 +204,10 @@ def test_quick_plan_in_tmux_at_80x25(loop_device: str,
             break
         except AssertionError:
             continue
-    s = screen.wait("Saved in ", 60)  # after "Analysing the results..."
+    s, rows = results_rows(screen, name, 60)  # after "Analysing the results..."
     m = re.search(r"Saved in (/run/ssdbench/ram/ssdbench/(\S+))", s)
     assert m is not None, s
     drive_dir = results / "ssdbench" / m.group(2)
-    rows = dict(re.findall(rf"^ {name}\s+(\S+)\s+(done|failed|cancelled)\s+[\d,]+ ", s,
-                           re.M))
     assert rows == {"consistency-default": "done", "trim": "done"}, s
     assert "erase: discard (not secure-erased)" in s
     assert all(len(line) <= 80 for line in s.splitlines())
