@@ -32,6 +32,7 @@ from pathlib import Path
 
 from simdrive import truth as truth_log
 from simdrive.truth import Truth
+from ssdbench.fio import logs as fio_logs
 
 REPO = Path(__file__).resolve().parents[1]
 SIMDRIVE = REPO / "scripts" / "simdrive"
@@ -112,23 +113,47 @@ def recorded_epoch(run_dir: Path, stage: str = "torture") -> float:
 EPOCH_RESOLUTION_S = 0.001  # fio's timestamp_ms and job_runtime are whole milliseconds
 
 
+def wide_edges(run_dir: Path, n: int, stage: str = "torture") -> set[int]:
+    """The inner edges of iops.csv's ``n`` seconds (edge i: between seconds i - 1 and i) that
+    ssdbench's block-layer trace bracketed wider than ``logs.WIDE_EDGE_MS``: its sampler read
+    late there (a loaded VM can hold even a real-time task ~100 ms), so it cannot tell on
+    which side of the edge the I/Os of that stretch fell. run.json says so: its
+    ``reconciliation.<stage>.wide_edges`` counts them, and every edge returned is counted."""
+    trace = fio_logs.load_block_trace(fio_logs.StageFiles(run_dir / "fio", stage), "write")
+    assert trace is not None, run_dir
+    brackets = trace.edge_brackets_ms(n)
+    wide = {i for i in range(1, n) if brackets[i] > fio_logs.WIDE_EDGE_MS}
+    record = json.loads((run_dir / "run.json").read_text())["reconciliation"][stage]
+    assert len(wide) <= (record["wide_edges"] or 0), (sorted(wide), record)
+    return wide
+
+
 def seconds_off(truth: Truth, start: float, series: Sequence[float], rel: float = 0.02,
-                floor: float = 2.0, replied: bool = False) -> list[tuple[int, float, float]]:
+                floor: float = 2.0, replied: bool = False,
+                wide: set[int] | frozenset[int] = frozenset()) -> list[tuple[int, float, float]]:
     """The seconds of ``series`` (iops.csv from ``start``) that differ from the model's by
     more than ``rel`` of the model's (at least ``floor`` I/Os), plus what the model completed
     within fio's epoch resolution (±1 ms) of the second's two edges: where a second starts
     is known to a millisecond, and a GC burst there moves writes across the edge.
     ``replied``: against when the server sent the replies, not the model's completion
     times (the host's view: a loaded host runs the server's threads late now and then).
-    (second, iops.csv, model) for each."""
+    ``wide``: edges ssdbench itself flagged as not caught (:func:`wide_edges`); the seconds
+    either side of one are held to the same rule together, as one stretch.
+    (second, or the stretch's first second; iops.csv; model) for each."""
     out = []
-    for i, got in enumerate(series):
-        a, b = start + i, start + i + 1
+    i = 0
+    while i < len(series):
+        j = i + 1
+        while j < len(series) and j in wide:
+            j += 1
+        got = sum(series[i:j])
+        a, b = start + i, start + j
         want = truth.writes_between(a, b, replied)
         edge = sum(truth.writes_between(e - EPOCH_RESOLUTION_S, e + EPOCH_RESOLUTION_S,
                                         replied) for e in (a, b))
         if not abs(got - want) <= max(rel * want, floor) + edge:
             out.append((i, got, round(want, 1)))
+        i = j
     return out
 
 

@@ -40,6 +40,7 @@ from tests.simknown import (
     seconds_off,
     simulated_drive,
     snia_steady_state_s,
+    wide_edges,
     window_rates,
     zero_seconds,
 )
@@ -193,8 +194,11 @@ def test_enterprise_iops_csv_seconds_within_2_percent(
     late = [(i, a, b) for i, (a, b) in enumerate(zip(want, replied, strict=True))
             if abs(a - b) > max(3.0, 0.01 * a)]
     assert late == [], late[:20]
-    assert seconds_off(truth, start, series) == []
-    assert seconds_off(truth, start, series, replied=True) == []
+    # an edge ssdbench's sampler did not catch (and says so) joins the seconds beside it
+    wide = wide_edges(run_dir, len(series))
+    assert len(wide) <= len(series) // 20, sorted(wide)
+    assert seconds_off(truth, start, series, wide=wide) == [], sorted(wide)
+    assert seconds_off(truth, start, series, replied=True, wide=wide) == [], sorted(wide)
 
 
 @pytest.fixture(scope="module")
@@ -261,17 +265,25 @@ def test_hostprio_per_second_and_stalls_exact(hostprio: tuple[SimDrive, Path]) -
     # on a miss: how well ssdbench's sampler caught the seconds' edges
     edges = {k: v for k, v in json.loads((run_dir / "run.json").read_text())[
         "reconciliation"]["torture"].items() if k in ("edge_bracket_ms_max", "wide_edges")}
+    # edges ssdbench's sampler did not catch (run.json counts them; a loaded VM held the
+    # real-time sampler ~100 ms twice in one CI run): the seconds beside one are checked
+    # together below, and either may or may not be a zero second
+    wide = wide_edges(run_dir, len(series))
+    assert len(wide) <= len(series) // 20, (sorted(wide), edges)
+    beside = {s for e in wide for s in (e - 1, e)}
     # the zero seconds: the model's, second by second, but for those whose only writes lie
     # within its log's 10-ms slot of an edge (either way is right there)
     zeros = {i for i, v in enumerate(series) if v < 0.5}
     sure, unsure = model_zero_seconds(truth, start, len(series))
-    assert sure <= zeros <= sure | unsure, (sorted(zeros ^ sure), sorted(unsure), edges)
+    assert sure - beside <= zeros <= sure | unsure | beside, (
+        sorted(zeros ^ sure), sorted(unsure), sorted(wide), edges)
     assert zero_seconds(want)[0] > 5, "the model shows no stalls: the test proves nothing"
     assert (int(summary["zero_iops_seconds"]), int(summary["longest_stall_s"])) == (
         zero_seconds(series))
     assert abs(sum(series) - sum(want)) <= 0.005 * sum(want)
-    assert seconds_off(truth, start, series) == [], edges
-    assert seconds_off(truth, start, series, replied=True) == [], edges
+    assert seconds_off(truth, start, series, wide=wide) == [], (edges, sorted(wide))
+    assert seconds_off(truth, start, series, replied=True, wide=wide) == [], (
+        edges, sorted(wide))
 
 
 @pytest.mark.parametrize(("preset", "size", "verdict"), [
