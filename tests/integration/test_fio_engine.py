@@ -209,3 +209,37 @@ def test_a_drive_gone_from_sysfs_is_named_in_the_failure(tmp_path: Path, present
     assert message.startswith("the drive disappeared (/dev/ssdbench-gone0 is gone); fio ") \
         is (not present), message
     assert "fio" in message
+
+
+def test_probes_and_fills_write_fresh_data_every_pass(loop: tuple[str, Path],
+                                                      tmp_path: Path) -> None:
+    """Two probes over the same LBAs, and two fills, write different bytes (issue #20 item 4).
+
+    With fio's default randrepeat=1 every job seeds its buffer generator from the job number,
+    so the clean / after-torture / after-TRIM probes wrote byte-identical data that a
+    deduplicating controller could drop."""
+    dev, image = loop
+
+    def probe_bytes(phase: str) -> bytes:
+        job = jobs.probe_job(target(dev), phase=phase, probe_bytes=4 * MIB)
+        assert "randrepeat=0" in job.text
+        outcome = run_fio(SystemRunner(), tmp_path / phase, job)
+        assert outcome.state == "done", outcome.reason
+        with open(image, "rb") as f:
+            return f.read(4 * MIB)
+
+    first, second = probe_bytes("clean"), probe_bytes("after_torture")
+    assert first != bytes(4 * MIB) and second != bytes(4 * MIB)
+    same = sum(first[i:i + 4096] == second[i:i + 4096] for i in range(0, 4 * MIB, 4096))
+    assert same == 0, f"{same} of 1024 4-KiB blocks identical between two probes"
+
+    def fill_head() -> bytes:
+        outcome = run_fio(SystemRunner(), tmp_path / f"fill{len(heads)}", jobs.fill_job(target(dev)))
+        assert outcome.state == "done", outcome.reason
+        with open(image, "rb") as f:
+            return f.read(MIB)
+
+    heads: list[bytes] = []
+    heads.append(fill_head())
+    heads.append(fill_head())
+    assert heads[0] != heads[1]

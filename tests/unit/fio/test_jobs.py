@@ -105,7 +105,7 @@ def test_fill_and_readscan_of_an_odd_span_cover_its_tail(span: int) -> None:
         assert main["size"] == str(whole) and main["bs"] in ("128k", "1m")
         assert tail == {"stonewall": "", "rw": main["rw"], "bs": str(span - whole),
                         "offset": str(whole), "size": str(span - whole),
-                        **({"loops": "2", "refill_buffers": "1"} if job.stage == "fill" else {})}
+                        **({"loops": "2", "randrepeat": "0", "refill_buffers": "1"} if job.stage == "fill" else {})}
         # only the main job logs: fio/<stage>_bw.1.log stays the one per-second log
         assert "write_bw_log" not in tail and main["write_bw_log"] == f"fio/{job.stage}"
         assert job.total_bytes == span * (2 if job.stage == "fill" else 1)

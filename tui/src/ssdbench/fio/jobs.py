@@ -108,6 +108,12 @@ def _render(
     return "\n".join(lines) + "\n"
 
 
+# New incompressible bytes in every I/O of every pass. fio's default randrepeat=1 seeds the
+# buffer generator from the job number, so two runs of the same job (the three TRIM probes,
+# two fills) would write byte-identical data that a deduplicating controller could skip.
+FRESH_DATA: tuple[tuple[str, object], ...] = (("randrepeat", 0), ("refill_buffers", 1))
+
+
 def _bw_log(stage: str) -> list[tuple[str, object]]:
     return [
         ("write_bw_log", f"fio/{stage}"),
@@ -135,7 +141,7 @@ def _sequential(
         ("rw", rw), ("bs", block_size), ("size", "100%" if not tail else whole)]
     if not tail:
         return head, ""
-    loops = [(k, v) for k, v in extra if k in ("loops", "refill_buffers")]
+    loops = [(k, v) for k, v in extra if k in ("loops", "refill_buffers", "randrepeat")]
     lines = [
         "",
         f"# The last {tail} bytes of the span: not a whole {bs}-byte block, so one I/O of",
@@ -154,7 +160,7 @@ def _sequential(
 def fill_job(target: JobTarget, *, block_size: str = "128k", passes: int = 1) -> JobFile:
     """Sequential incompressible writes over every byte of the span, ``passes`` times
     (a span that is not a multiple of ``block_size`` gets a tail job, see above)."""
-    extra: list[tuple[str, object]] = [("loops", passes), ("refill_buffers", 1)]
+    extra: list[tuple[str, object]] = [("loops", passes), *FRESH_DATA]
     head, tail = _sequential("fill", target, block_size, "write", extra)
     options = [*head, *extra, *_bw_log("fill")]
     text = _render("fill", target, options, f"sequential fill, {passes} pass(es)", True)
@@ -208,7 +214,7 @@ def probe_job(target: JobTarget, *, phase: str, probe_bytes: int,
         ("bs", block_size),
         ("offset", offset),
         ("size", size),
-        ("refill_buffers", 1),
+        *FRESH_DATA,
         *_bw_log(stage),
     ]
     text = _render(stage, target, options,
