@@ -133,12 +133,13 @@ class TrimRun:
 def trim_run(
     preset: str | Personality, size: int, *, fob_iops: float = 4000.0,
     probe_bytes: int | None = None, torture_s: float = 60.0, gap_s: float = 1.0,
-    idle_s: float = 10.0, seed: int = 1,
+    idle_s: float = 10.0, seed: int = 1, settle_s: float | None = None,
 ) -> TrimRun:
     """ssdbench's TRIM run (stages/plans.py): sanitize, probe clean (window 0), fill,
-    torture, `gap_s` idle, probe after_torture (window 1), TRIM of the span, `idle_s` idle,
-    probe after_trim (window 2). A probe is min(probe_bytes, span/3), whole 16 MiB blocks
-    when it is that large."""
+    torture, the settle idle (`settle_s`, by default `idle_s`: ssdbench idles
+    trim_idle_seconds there too), probe after_torture (window 1), TRIM of the span, `idle_s`
+    idle, probe after_trim (window 2); `gap_s` between the other stages. A probe is
+    min(probe_bytes, span/3), whole 16 MiB blocks when it is that large."""
     ftl = FTL(_personality(preset), size, fob_iops, seed)
     span = _span(size, 0.0)
     probe = min(probe_bytes or span // 3, span // 3)
@@ -162,7 +163,7 @@ def trim_run(
     t += 1.0
     while t < t_end:
         t = ftl.write(t, rng.randrange(pages) * PAGE, PAGE)
-    t, tortured = run_probe(t + gap_s, 1)
+    t, tortured = run_probe(t + gap_s + (idle_s if settle_s is None else settle_s), 1)
     t, _, _ = ftl.trim(t + gap_s, 0, span)
     t, after = run_probe(t + idle_s, 2)
     return TrimRun(_personality(preset).name, size, probe, clean, tortured, after,

@@ -67,7 +67,7 @@ def test_stick_pulled_mid_run_and_plugged_back(dev_image: Path, tmp_path: Path) 
     record = json.loads((run_dir / "run.json").read_text())
     assert record["state"] == "done"
     assert {s["name"]: s["state"] for s in record["stages"]} == {
-        "erase": "done", "probe-clean": "done", "fill": "done", "torture": "done",
+        "erase": "done", "probe-clean": "done", "fill": "done", "torture": "done", "settle": "done",
         "probe-after_torture": "done", "trim": "done", "probe-after_trim": "done"}
     # written while the stick was out, copied when it came back
     assert list(run_dir.glob("*.png")) and (run_dir.parent / "report.html").is_file()

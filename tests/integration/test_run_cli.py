@@ -66,7 +66,7 @@ def test_trim_run_probes_three_phases(loop: str, tmp_path: Path) -> None:
     record = json.loads((run_dir / "run.json").read_text())
     assert record["state"] == "done"
     assert [s["name"] for s in record["stages"]] == [
-        "erase", "probe-clean", "fill", "torture", "probe-after_torture", "trim",
+        "erase", "probe-clean", "fill", "torture", "settle", "probe-after_torture", "trim",
         "probe-after_trim"]
     assert all(s["state"] == "done" for s in record["stages"])
     assert record["erase"]["method"] == "discard" and record["erase"]["secure"] is False

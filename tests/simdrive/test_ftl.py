@@ -11,6 +11,7 @@ import pytest
 from simdrive import presets, twin
 from simdrive.ftl import FTL, PAGE, Personality, record
 from simdrive.presets import lambert_w0, wa_formula
+from ssdbench.analysis import trim_verdict
 
 MIB = 2**20
 
@@ -163,6 +164,24 @@ def test_trim_verdicts_on_the_twin() -> None:
         got[name] = (after - tortured) / (clean - tortured)
     assert got["consumer"] >= 0.9
     assert got["sandforce"] < 0.5
+
+
+def test_an_ignored_trim_cannot_pass_for_effective_on_idle_time_alone() -> None:
+    """Issue #20 item 3 on the twin: a consumer drive that ignores every TRIM, 12 MiB probes,
+    60 s idle. With the idle only before the after-TRIM probe (the old stage list) background
+    GC freed a probe's worth of blocks and the verdict read "effective"; with the same idle
+    before the after-torture probe (the settle stage) the drive is seen to recover by idle
+    time alone, and TRIM is not credited."""
+    ignores_trim = dataclasses.replace(presets.get("consumer"), name="notrim", trim_eff=0.0)
+    size = 468862128 * 512 // 1024
+
+    def verdict(settle_s: float | None) -> str:
+        r = twin.trim_run(ignores_trim, size, fob_iops=1500.0, probe_bytes=12 * MIB,
+                          torture_s=40.0, idle_s=60.0, settle_s=settle_s)
+        return trim_verdict(r.clean_mbs, r.after_torture_mbs, r.after_trim_mbs).verdict
+
+    assert verdict(0.0) == "effective"  # the flaw: idle time read as TRIM
+    assert verdict(None) != "effective"
 
 
 def test_record_line_and_bad_input() -> None:

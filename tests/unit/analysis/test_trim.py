@@ -57,3 +57,32 @@ def test_missing_probe_is_incomplete(probes):
 def test_to_dict():
     d = trim_verdict(315.1, 183.3, 193.3).to_dict()
     assert d["verdict"] == "ineffective" and set(d) >= {"clean_mib_s", "recovery"}
+
+
+def test_same_idle_before_both_probes_credits_trim():
+    """Both later probes followed the same idle: the recovery is TRIM's (issue #20 item 3)."""
+    v = trim_verdict(200.0, 100.0, 195.0, settle_s=60.0, trim_idle_s=60.0)
+    assert v.verdict == "effective" and v.basis == "same-idle"
+    assert "same 60-s idle" in v.reason and "TRIM's" in v.reason
+
+
+def test_idle_after_trim_only_says_idle_may_be_the_cause():
+    """An old run (no idle before the after-torture probe): an ignored TRIM plus 60 s of
+    background GC can read "effective"; the verdict says which effect it cannot tell apart."""
+    v = trim_verdict(200.0, 100.0, 195.0, settle_s=None, trim_idle_s=60.0)
+    assert v.verdict == "effective" and v.basis == "idle-after-trim-only"
+    assert "idle" in v.reason and "may" in v.reason
+    assert trim_verdict(200.0, 100.0, 195.0).basis == "unknown"
+
+
+def test_recovered_by_idle_alone_is_inconclusive_and_says_so():
+    v = trim_verdict(200.0, 190.0, 199.0, settle_s=60.0, trim_idle_s=60.0)
+    assert v.verdict == "inconclusive"
+    assert "60-s idle" in v.reason and "garbage collection" in v.reason
+
+
+def test_reason_reads_in_percent_of_clean():
+    v = trim_verdict(200.0, 72.0, 198.0, settle_s=10.0, trim_idle_s=10.0)
+    assert "36% of its clean speed" in v.reason and "99%" in v.reason
+    assert v.settle_s == 10.0 and v.trim_idle_s == 10.0
+    assert v.to_dict()["basis"] == "same-idle"

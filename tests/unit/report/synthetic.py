@@ -187,11 +187,12 @@ def write_drive_folder(
             _write(run_dir / "probes.csv", "\n".join(lines) + "\n")
             params = {"trim_torture_seconds": 3600, "probe_gib": 8, "op_percent": 0}
             stages = [_stage(s, "2026-11-21T16:00:00Z", 20.0) for s in
-                      ("erase", "probe-clean", "fill", "torture", "probe-after_torture",
+                      ("erase", "probe-clean", "fill", "torture", "settle", "probe-after_torture",
                        "trim", "probe-after_trim")]
             meta = _run_json(spec, run, "trim", 0, params, stages, state)
-            meta["trim"] = {"discard_sectors": 2097152,
+            meta["trim"] = {"discard_sectors": 2097152, "idle_s": 60, "idle_measured_s": 60.0,
                             "zero_readback": {"checked": 64, "zero": 64}}
+            meta["settle"] = {"idle_s": 60, "idle_measured_s": 60.0}
         _write(run_dir / "run.json", json.dumps(meta, indent=2))
         _write(run_dir / "jobs" / "torture.fio", "[torture]\nrw=randwrite\nbs=4k\n")
     return drive_dir

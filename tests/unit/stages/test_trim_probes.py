@@ -16,8 +16,9 @@ from ssdbench.fio import jobs
 from ssdbench.progress import Progress
 from ssdbench.results.layout import RunRecord
 from ssdbench.stages.base import RunContext, StageCancelled, StageFailed, Target
-from ssdbench.stages.discard import TrimStage
+from ssdbench.stages.discard import SettleStage, TrimStage
 from ssdbench.stages.params import RunParams
+from ssdbench.stages.plans import trim_stages
 from ssdbench.stages.probe import WINDOWS, fio_size, probe_layout, probe_stage
 from ssdbench.system import Host
 
@@ -154,3 +155,27 @@ def test_cancel_ends_the_idle_at_once_and_keeps_the_trim_record(tmp_path: Path) 
         TrimStage().execute(ctx)
     assert done.is_set()
     assert _stored(ctx)["trim"]["method"] == "fallocate"
+
+
+def test_the_after_torture_probe_follows_the_same_idle_as_the_after_trim_probe(
+        tmp_path: Path) -> None:
+    """Issue #20 item 3: background GC during an idle alone can free a probe's worth of
+    blocks, so both later probes get the same idle and the difference is TRIM's."""
+    names = [s.name for s in trim_stages()]
+    assert names == ["erase", "probe-clean", "fill", "torture", "settle",
+                     "probe-after_torture", "trim", "probe-after_trim"]
+    events: list[Progress] = []
+    ctx, runner = _context(tmp_path, 64 * MIB, RunParams(trim_idle_seconds=1), events)
+    SettleStage().execute(ctx)
+    settle = _stored(ctx)["settle"]
+    assert settle["idle_s"] == 1 and settle["idle_measured_s"] >= 1.0
+    assert runner.calls == []  # nothing is sent to the drive
+    assert any(e.message.startswith("idle 1 s: the same idle as after the TRIM")
+               for e in events)
+
+
+def test_cancel_ends_the_settle_idle_at_once(tmp_path: Path) -> None:
+    ctx, _ = _context(tmp_path, 64 * MIB, RunParams(trim_idle_seconds=3600))
+    ctx.progress = lambda event: ctx.cancel.set()
+    with pytest.raises(StageCancelled, match="idle after the torture"):
+        SettleStage().execute(ctx)

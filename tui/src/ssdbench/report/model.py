@@ -121,7 +121,8 @@ def analyse(data: RunData) -> RunAnalysis:
         problems.append("fill.csv is missing")
     if kind == "trim" or data.probes:
         p = data.probes
-        trim = trim_verdict(*(p[ph].mib_s if ph in p else None for ph in TRIM_PHASES))
+        trim = trim_verdict(*(p[ph].mib_s if ph in p else None for ph in TRIM_PHASES),
+                            settle_s=_idle_s(meta, "settle"), trim_idle_s=_idle_s(meta, "trim"))
         if trim.verdict == "incomplete":
             problems.append(f"TRIM probes incomplete: {trim.reason}")
     if kind == "diagnose" and data.readscan is None:
@@ -129,6 +130,13 @@ def analyse(data: RunData) -> RunAnalysis:
     complete = state == "done" and not problems
     return RunAnalysis(data.name, kind, state, complete, tuple(problems), op, start, iops,
                        latency, steady_latency, fill, trim)
+
+
+def _idle_s(meta: dict[str, Any], key: str) -> float | None:
+    """run.json "settle" / "trim" ``idle_s``: the idle before a later TRIM probe (None when
+    the run did not record one: "settle" is missing in runs from before that stage)."""
+    section = meta.get(key)
+    return _float(section.get("idle_s")) if isinstance(section, dict) else None
 
 
 def run_warnings(meta: dict[str, Any]) -> list[str]:

@@ -95,21 +95,37 @@ class TrimStage:
                          f"{rb['checked']} blocks read back non-zero after TRIM although the "
                          f"drive promises zeros ({promised})")
         ctx.record.set("trim", result)
-        result.update(idle(ctx, self.name, ctx.params.trim_idle_seconds))
+        result.update(idle(ctx, self.name, ctx.params.trim_idle_seconds,
+                           "the drive gets time to act on the TRIM before the after-TRIM probe"))
         ctx.record.set("trim", result)
 
 
-def idle(ctx: RunContext, stage: str, seconds: int) -> dict[str, Any]:
-    """Leave the drive idle for ``seconds`` (time to act on the TRIM before the "after
-    TRIM" probe), with progress every second; a cancel ends it at once."""
+@dataclass
+class SettleStage:
+    """The same idle as after the TRIM (``trim_idle_seconds``), between the torture and the
+    after-torture probe: background garbage collection gets the same time before both later
+    probes, so what the after-TRIM probe gains is TRIM's (analysis/trim.py "basis").
+    run.json "settle" gets the idle time."""
+
+    name: str = "settle"
+
+    def execute(self, ctx: RunContext) -> None:
+        ctx.record.set("settle", idle(
+            ctx, self.name, ctx.params.trim_idle_seconds,
+            "the same idle as after the TRIM, so idle time alone cannot pass for TRIM"))
+
+
+def idle(ctx: RunContext, stage: str, seconds: int, why: str) -> dict[str, Any]:
+    """Leave the drive idle for ``seconds`` (``why``: for the log line), with progress every
+    second; a cancel ends it at once."""
     if seconds <= 0:
         return {"idle_s": 0, "idle_measured_s": 0.0}
-    ctx.emit(stage, "running", f"idle {seconds} s: the drive gets time to act on the TRIM "
-             "before the after-TRIM probe")
+    ctx.emit(stage, "running", f"idle {seconds} s: {why}")
     t0 = time.monotonic()
     while (left := t0 + seconds - time.monotonic()) > 0:
         if ctx.cancel.wait(min(1.0, left)):
-            raise StageCancelled("cancelled during the idle after TRIM")
+            after = "TRIM" if stage == "trim" else "the torture"
+            raise StageCancelled(f"cancelled during the idle after {after}")
         elapsed = time.monotonic() - t0
         ctx.emit(stage, "running", fraction=min(1.0, elapsed / seconds), elapsed_s=elapsed,
                  eta_s=max(0.0, seconds - elapsed))

@@ -4,7 +4,7 @@ fill: every stage after it targets ``ctx.target``, which it may replace."""
 from __future__ import annotations
 
 from ssdbench.stages.base import Stage
-from ssdbench.stages.discard import EraseStage, TrimStage
+from ssdbench.stages.discard import EraseStage, SettleStage, TrimStage
 from ssdbench.stages.health import HealthStage
 from ssdbench.stages.measure import fill_stage, randread_stage, readscan_stage, torture_stage
 from ssdbench.stages.partition import PartitionStage
@@ -20,14 +20,16 @@ def consistency_stages(*, erase: bool = True, op_percent: int = 0) -> list[Stage
 
 
 def trim_stages(*, erase: bool = True) -> list[Stage]:
-    """erase → probe clean → fill → torture → probe after_torture → TRIM (and idle) →
-    probe after_trim; each probe in its own window of the span (stages/probe.py)."""
+    """erase → probe clean → fill → torture → idle (settle) → probe after_torture → TRIM
+    and the same idle → probe after_trim; each probe in its own window of the span
+    (stages/probe.py)."""
     stages: list[Stage] = [EraseStage()] if erase else []
     return [
         *stages,
         probe_stage("clean"),
         fill_stage(),
         torture_stage("trim_torture_seconds"),
+        SettleStage(),
         probe_stage("after_torture"),
         TrimStage(),
         probe_stage("after_trim"),

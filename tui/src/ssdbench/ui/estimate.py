@@ -84,6 +84,7 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
         if kind == "trim":
             parts += [(f"{label}/probe-clean", probe), (f"{label}/fill", fill),
                       (f"{label}/torture", float(params.trim_torture_seconds)),
+                      (f"{label}/settle", float(params.trim_idle_seconds)),
                       (f"{label}/probe-after_torture", probe),
                       (f"{label}/trim", TRIM_S + params.trim_idle_seconds),
                       (f"{label}/probe-after_trim", probe)]
