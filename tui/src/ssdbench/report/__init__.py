@@ -34,7 +34,6 @@ from ssdbench.report.load import (
 from ssdbench.report.model import DriveReport, RunAnalysis, analyse, run_warnings
 from ssdbench.report.summary import SUMMARY_COLUMNS, summary_csv, summary_row
 from ssdbench.results import atomic
-from ssdbench.stages.params import RunParams
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -65,13 +64,12 @@ def _label(identity: dict[str, Any], fallback: str) -> str:
 
 @dataclass(frozen=True)
 class SharedScales:
-    """What charts drawn side by side share: the IOPS log decades, the linear top (the
-    plans' ``chart_iops_top``), the latency decades and the fill MiB/s top. One drive's
-    runs (Default and 25% OP) share them in report.html; every run of every drive shares
-    them in the comparison charts of index.html."""
+    """What charts drawn side by side share: the IOPS log decades, the latency decades and
+    the fill MiB/s top. One drive's runs (Default and 25% OP) share them in report.html;
+    every run of every drive shares them in the comparison charts of index.html. The
+    linear IOPS top is per run (:func:`charts.steady_linear_top`), not shared."""
 
     iops: Any  # charts.LogScale
-    iops_top: float
     latency: Any  # charts.LogScale
     fill_top: float
 
@@ -87,14 +85,12 @@ def _workload(data: RunData) -> Any:
 
 
 def shared_scales(datas: Sequence[RunData]) -> SharedScales:
-    """The scales of these runs' charts (the largest ``chart_iops_top`` when they differ)."""
+    """The scales these runs' charts share."""
     from ssdbench.report import charts as ch
 
     with_iops = [d.iops for d in datas if d.iops is not None and _has_iops(d)]
     return SharedScales(
         iops=ch.log_scale(*(s["iops"] for s in with_iops)),
-        iops_top=max((_workload(d).iops_top for d in datas if _has_iops(d)),
-                     default=RunParams().chart_iops_top),
         latency=ch.latency_scale(*with_iops),
         fill_top=ch.fill_top(*(d.fill["mib_s"] for d in datas if d.fill is not None)))
 
@@ -113,7 +109,9 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
         out += ch.iops_charts(
             s["time_s"], s["iops"], title=title, steady_start_s=it.steady_start_s,
             cliff_s=it.cliff.at_s, steady_state_s=it.steady_state.at_s,
-            steady_mean=it.steady.mean, scale=scales.iops, linear_top=scales.iops_top,
+            steady_mean=it.steady.mean, scale=scales.iops,
+            linear_top=ch.steady_linear_top(s["iops"][s["time_s"] >= it.steady_start_s],
+                                            workload.iops_top),
             workload=workload, svg=svg)
         if np.isfinite(s["lat_mean_us"]).any():
             out.append(ch.latency_chart(s["time_s"], s, s["iops"], title=title,
@@ -270,8 +268,7 @@ def render_index(root: Path, *, svg: bool = True) -> None:
                 for dd, identity, d, r in having
                 if d.iops is not None
             ]
-            charts += ch.compare_iops_charts(name, series, scale=scales.iops,
-                                             linear_top=scales.iops_top, svg=svg)
+            charts += ch.compare_iops_charts(name, series, scale=scales.iops, svg=svg)
         trim_rows = [
             (_label(identity, dd.name), {p: v.mib_s for p, v in d.probes.items()},
              r.trim.verdict)

@@ -8,12 +8,16 @@ Every chart is 1200×700 px (100 dpi) or taller for comparisons. The rules (docs
 "Charts"):
 
 * titles carry the drive model, run, OP and the run's own block size and queue depth;
-* the steady linear IOPS chart runs from 0 to a fixed top chosen by the plan
-  (``chart_iops_top``, 40K by default); a second above it is drawn as a marker on the top
-  edge and counted in the legend ("N s above 40K"), never silently cut;
+* the steady linear IOPS chart runs from 0 to the plan's ``chart_iops_top`` (40K by
+  default), raised per run to a round number over the bulk of the run's own steady
+  seconds when they do not fit; a second above it is drawn as a marker on the top edge and
+  counted in the legend ("N s above 40K"), never silently cut;
+* log scales are whole decades around the bulk of the seconds (0.5th to 99.5th
+  percentile): one odd second cannot move them; seconds outside are markers on the edge,
+  counted in the legend;
 * charts that are compared share their scale: the runs of one drive (Default and 25% OP)
   share their log decades, and the comparison charts of the results folder share one log
-  scale and one linear top for every drive and run;
+  scale for every drive and run and one linear top per run;
 * legends sit above the axes, never over the data; no panel's y range cuts a series;
 * seconds with zero IOPS cannot sit on a log axis: they are red triangles in a shaded band
   under the lowest decade, counted in the legend.
@@ -184,17 +188,60 @@ def nice_top(value: float) -> float:
     return float(10 ** (exp + 1))
 
 
-def log_scale(*series: FloatArray) -> LogScale:
-    """Whole decades around every positive value of every series (one shared scale)."""
-    pos = np.concatenate([s[np.isfinite(s) & (s > 0)] for s in series] or [np.empty(0)])
-    if pos.size == 0:
+BULK_SHARE_PCT = 0.5  # a scale may leave out this share (%) of a series' seconds at each end
+BULK_MIN_SECONDS = 20  # a shorter series keeps its extremes
+
+
+def bulk_range(values: FloatArray) -> tuple[float, float] | None:
+    """The range of a series' positive seconds without its rarest 0.5% at either end (the
+    0.5th and 99.5th percentiles, taken on values that occur; at least the one lowest and
+    the one highest second are left out), so that one odd second cannot move a scale.
+    A series of under 20 positive seconds keeps its extremes. None without positive
+    seconds."""
+    v = values[np.isfinite(values) & (values > 0)]
+    if v.size == 0:
+        return None
+    if v.size < BULK_MIN_SECONDS:
+        return float(v.min()), float(v.max())
+    return (float(np.percentile(v, BULK_SHARE_PCT, method="higher")),
+            float(np.percentile(v, 100 - BULK_SHARE_PCT, method="lower")))
+
+
+def log_scale(*series: FloatArray, robust: bool = True) -> LogScale:
+    """Whole decades around the bulk (:func:`bulk_range`) of every series, the union over
+    the series (one shared scale): each series' bulk fits, whatever the others hold.
+    Seconds outside are drawn on the edges and counted (:func:`_iops_points`).
+    ``robust=False``: around every value (the latency chart, where the worst second is
+    what one reads). The top gets x2 (0.3 decade) more when the highest value is within
+    5% of a decade."""
+    ranges = []
+    for s in series:
+        if robust:
+            r = bulk_range(s)
+        else:
+            pos = s[np.isfinite(s) & (s > 0)]
+            r = (float(pos.min()), float(pos.max())) if pos.size else None
+        if r is not None:
+            ranges.append(r)
+    if not ranges:
         return LogScale(1.0, 10.0)
-    lo, hi = float(pos.min()), float(pos.max())
+    lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
     floor = 10 ** math.floor(math.log10(lo))
     top = 10 ** math.ceil(math.log10(hi))
     if top <= hi * 1.05:
         top *= 10**0.3
     return LogScale(floor, top)
+
+
+def steady_linear_top(steady_iops: FloatArray, plan_top: float = DEFAULT_IOPS_TOP) -> float:
+    """The top of a run's steady linear chart: the plan's ``chart_iops_top`` (40K, as the
+    reviews), raised to the next round number over the bulk of the run's own steady seconds
+    when they do not fit under it (AnandTech: 40K at default capacity, 50K at 25% OP). One
+    second cannot raise it (:func:`bulk_range`); seconds above are drawn on the top edge."""
+    r = bulk_range(steady_iops)
+    if r is None or r[1] <= plan_top:
+        return float(plan_top)
+    return nice_top(r[1])
 
 
 def si(value: float, _pos: Any = None) -> str:
@@ -314,9 +361,11 @@ def title_for(model: str, run: str, op_percent: float | None) -> str:
 def _iops_points(ax: Axes, t: FloatArray, iops: FloatArray, scale: LogScale | None, *,
                  linear_top: float | None = None, label: str = "IOPS per second",
                  marker_size: float = 2.5) -> tuple[int, int]:
-    """Per-second IOPS as points; zero seconds as red triangles (band on log axes); on a
-    linear axis with a fixed top, seconds above it as markers on the top edge. ``t`` is the
-    start of each second; it is drawn at the middle of its second (never on a spine).
+    """Per-second IOPS as points; zero seconds as red triangles (band on log axes); seconds
+    above the top (the linear top, or the log scale's) as markers on the top edge, positive
+    seconds under a log scale's floor as markers on its bottom edge, each counted in the
+    legend. ``t`` is the start of each second; it is drawn at the middle of its second
+    (never on a spine).
 
     Returns (zero seconds, seconds above the top)."""
     t = t + MID
@@ -324,28 +373,39 @@ def _iops_points(ax: Axes, t: FloatArray, iops: FloatArray, scale: LogScale | No
     above = np.isfinite(iops) & (iops > linear_top) if linear_top is not None \
         else np.zeros(iops.size, bool)
     pos = np.isfinite(iops) & (iops > 0) & ~above
-    ax.plot(t[pos], iops[pos], linestyle="none", marker="o", markersize=marker_size,
-            markeredgewidth=0, color=POINT, label=label, rasterized=True, gid="iops")
+    below = np.zeros(iops.size, bool)
     n_zero = int(zero.sum())
     if scale is not None:
+        above |= np.isfinite(iops) & (iops > scale.top)
+        below = pos & (iops < scale.floor)
+        pos &= ~above & ~below
         ax.set_yscale("log")
         ax.set_ylim(scale.bottom, scale.top)
         ax.axhspan(scale.bottom, scale.floor / 10**0.08, color=ZERO_BAND, zorder=0, lw=0)
         zy = scale.zero_y
         ax.text(-0.006, zy, "0", transform=ax.get_yaxis_transform(), ha="right",
                 va="center", fontsize=11, color=ZERO)
+        top = scale.top
     else:
         zy = 0.0
-        ax.set_ylim(0, linear_top if linear_top is not None else nice_top(
-            float(np.nanmax(iops)) if np.isfinite(iops).any() else 1.0))
+        top = linear_top if linear_top is not None else nice_top(
+            float(np.nanmax(iops)) if np.isfinite(iops).any() else 1.0)
+        ax.set_ylim(0, top)
+    ax.plot(t[pos], iops[pos], linestyle="none", marker="o", markersize=marker_size,
+            markeredgewidth=0, color=POINT, label=label, rasterized=True, gid="iops")
     ax.plot(t[zero], np.full(n_zero, zy), linestyle="none", marker="v", markersize=6,
             color=ZERO, label=f"0 IOPS: {n_zero} s" + (" (red band)" if scale else ""),
             clip_on=False, zorder=5, gid="zero")
     n_above = int(above.sum())
-    if n_above and linear_top is not None:
-        ax.plot(t[above], np.full(n_above, linear_top), linestyle="none", marker="^",
+    if n_above:
+        ax.plot(t[above], np.full(n_above, top), linestyle="none", marker="^",
                 markersize=6, color=CLIP, clip_on=False, zorder=5, gid="clip",
-                label=f"{n_above} s above {si(linear_top)} (drawn on the top edge)")
+                label=f"{n_above} s above {si(top)} (drawn on the top edge)")
+    n_below = int(below.sum())
+    if n_below and scale is not None:
+        ax.plot(t[below], np.full(n_below, scale.floor), linestyle="none", marker="v",
+                markersize=6, color=CLIP, clip_on=False, zorder=5, gid="below",
+                label=f"{n_below} s below {si(scale.floor)} (drawn on the bottom edge)")
     ax.yaxis.set_major_formatter(si)
     return n_zero, n_above
 
@@ -359,7 +419,7 @@ def iops_figures(
     """The AnandTech trio: ``iops-full-log``, ``iops-steady-log``, ``iops-steady-linear``.
 
     ``scale`` is the log scale shared with the other runs of the drive; ``linear_top`` the
-    plan's fixed top of the linear chart."""
+    run's top of the linear chart (:func:`steady_linear_top`)."""
     scale = scale or log_scale(iops)
     what = (workload or Workload()).torture
     out = []
@@ -423,7 +483,8 @@ LATENCY_STYLES = (("lat_max_us", "max", "#bbbbbb", 1.0),
 
 def latency_scale(*runs: Mapping[str, FloatArray]) -> LogScale:
     """One log scale for the latency charts of several runs (every column of every run)."""
-    return log_scale(*(cols[k] for cols in runs for k, *_ in LATENCY_STYLES if k in cols))
+    return log_scale(*(cols[k] for cols in runs for k, *_ in LATENCY_STYLES if k in cols),
+                     robust=False)
 
 
 def latency_figure(t: FloatArray, cols: Mapping[str, FloatArray], iops: FloatArray, *,
@@ -593,13 +654,16 @@ def compare_iops_figures(run: str, drives: Sequence[DriveSeries], *,
                          scale: LogScale | None = None,
                          linear_top: float | None = None) -> list[tuple[str, Figure]]:
     """``compare-<run>-iops-{full-log,steady-log,steady-linear}``: one panel per drive, all
-    on the same axes. ``scale`` and ``linear_top`` are shared with the other runs of the
-    results folder (default: from these drives alone)."""
+    on the same axes. ``scale`` is shared with the other runs of the results folder
+    (default: from these drives alone); the linear top (default) is the highest of these
+    drives' :func:`steady_linear_top` for this run."""
     n = len(drives)
     if n == 0:
         return []
     scale = scale or log_scale(*(d.iops for d in drives))
-    top = linear_top or max(d.workload.iops_top for d in drives)
+    top = linear_top or max(
+        steady_linear_top(d.iops[d.t >= d.steady_start_s], d.workload.iops_top)
+        for d in drives)
     end = max((float(d.t[-1] + 1) for d in drives if d.t.size), default=1.0)
     loads = {d.workload.torture for d in drives}
     common = next(iter(loads)) if len(loads) == 1 else "per-drive workload in each panel"
