@@ -137,3 +137,25 @@ def test_diagnose_reads_everything_and_writes_nothing(loop: str, tmp_path: Path)
     after = subprocess.run(["sha256sum", loop], check=True, capture_output=True,
                            text=True).stdout.split()[0]
     assert after == before
+
+
+def test_run_json_records_environment_and_why_counters_are_missing(tmp_path: Path) -> None:
+    """A loop device has no SMART: run.json says so (issue #20 item 5) and the run is not
+    held up or failed by it; the host's I/O scheduler and write cache are recorded."""
+    with loop_device(32, prefix="ssdbench-env-") as (loop, _image):
+        name = os.path.basename(loop)
+        results = tmp_path / "results"
+        code = main(["run", loop, "--destroy", name, "--run", "consistency",
+                     "--erase-fallback", "discard", "--quiet", "--results", str(results),
+                     "--set", "torture_seconds=2"])
+        assert code == ExitCode.OK
+        record = json.loads((only_drive_dir(results) / "consistency-default" /
+                             "run.json").read_text())
+    assert record["state"] == "done"
+    health = record["health"]
+    assert health["before"] is None and health["after"] is None
+    assert "smartctl" in health["unavailable"]
+    env = record["environment"]
+    assert env["io_scheduler"] and env["write_cache"] in ("write back", "write through")
+    assert env["fio_version"] == record["tools"]["fio"]
+    assert not list((only_drive_dir(results) / "consistency-default").glob("sensors-*.csv"))

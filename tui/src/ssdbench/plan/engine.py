@@ -31,6 +31,7 @@ from ssdbench.results.layout import RunRecord, drive_dir_name
 from ssdbench.stages.base import RunContext, SecureErase, StageFailed, resolve_target, run_stages
 from ssdbench.stages.params import RunParams
 from ssdbench.stages.plans import stages_for
+from ssdbench.stages.sensors import DriveWatch, environment_record, health
 from ssdbench.system import (
     CommandError,
     CommandLogFile,
@@ -435,6 +436,13 @@ def _one_run(ctx: _DriveRun, drive_dir: Path, spec: RunSpec, *, tools: dict[str,
         run_dir, run=spec.name, kind=spec.kind, drive=_drive_record(drive),
         target=target.record(spec.op_percent), params=params.as_record(), tools=tools)
     record.set("plan", {"name": ctx.plan.name, "source": ctx.plan.source})
+    watch = DriveWatch(ctx.host, drive.transport, drive.path)
+    if target.kernel_name is not None:
+        record.set("environment", environment_record(ctx.host, drive.transport,
+                                                     drive.name, tools))
+    if spec.kind == "diagnose":  # its health stages read smartctl themselves
+        watch.unavailable = "read by the diagnose run's health stages"
+    before = watch.read(run_dir / "smart" / "before.json")
 
     def on_stage(stage: str, state: str) -> None:
         if journal is not None:
@@ -446,8 +454,12 @@ def _one_run(ctx: _DriveRun, drive_dir: Path, spec: RunSpec, *, tools: dict[str,
         host=ctx.host, run_dir=run_dir, drive_name=drive.name, run_name=spec.name,
         target=target, params=params, record=record, progress=ctx.progress,
         cancel=ctx.cancel, secure_erase=secure_erase_hook(drive, ctx.root), on_stage=on_stage,
+        watch=lambda stage: watch.sample(stage, run_dir),
     )
     state = run_stages(run_ctx, stages_for(spec.kind, op_percent=spec.op_percent))
+    after = watch.read(run_dir / "smart" / "after.json")
+    if spec.kind != "diagnose":
+        record.set("health", health(before, after, watch))
     error = record.data.get("error")
     if journal is not None:
         ctx.journal_call(lambda: journal.run_state(key, spec.name, state))

@@ -6,6 +6,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -73,6 +74,8 @@ class RunContext:
     secure_erase: SecureErase | None = None
     on_stage: Callable[[str, str], None] | None = None
     """Called with (stage, state) at every stage transition (the journal)."""
+    watch: Callable[[str], AbstractContextManager[None]] | None = None
+    """Around every stage (the drive's temperature during tortures and probes)."""
 
     def transition(self, stage: str, state: str) -> None:
         if self.on_stage is not None:
@@ -106,7 +109,8 @@ def run_stages(ctx: RunContext, stages: Sequence[Stage]) -> str:
         ctx.transition(stage.name, "running")
         ctx.emit(stage.name, "running", "started")
         try:
-            stage.execute(ctx)
+            with ctx.watch(stage.name) if ctx.watch is not None else nullcontext():
+                stage.execute(ctx)
         except StageCancelled as exc:
             ctx.record.stage_finished(stage.name, "cancelled", str(exc) or None)
             ctx.transition(stage.name, "cancelled")

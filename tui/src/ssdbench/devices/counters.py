@@ -1,0 +1,246 @@
+"""The drive's own counters (host and NAND writes, temperature, throttling, wear) from
+`nvme smart-log -o json` or `smartctl -x -j`, read before and after every run, and the
+temperature read about once a second during tortures and probes (docs/results-format.md,
+run.json "health", sensors-<phase>.csv).
+
+Shapes handled:
+
+* `nvme smart-log -o json`, nvme-cli 1.x .. 2.15: flat keys (``data_units_written``,
+  ``power_on_hours``, ``percent_used`` or ``percentage_used``, ``avail_spare``,
+  ``warning_temp_time``, ``critical_comp_time``, ``thm_temp1_trans_count`` ..). The composite
+  ``temperature`` is in kelvin as a number; a string such as "36 C" / "309 K" / "36°C
+  (309 K)" is read by its unit. 128-bit counters may be numbers or strings. Data units are
+  1000 blocks of 512 bytes (NVMe base spec, SMART / Health log).
+* `smartctl -x -j` (smartmontools 7.x): ``temperature.current`` (deg C),
+  ``power_on_time.hours``, ``power_cycle_count``; NVMe drives through
+  ``nvme_smart_health_information_log``; ATA drives through the device statistics
+  ("Logical Sectors Written") or the attributes whose names say their unit
+  (Total_LBAs_Written, Host_Writes_32MiB, Host_Writes_GiB, NAND_Writes_1GiB, ...). An
+  attribute whose unit is not known is not guessed at: the value is null.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from ssdbench.devices.model import ParseError
+from ssdbench.devices.nvme import load_json_object
+
+NVME_DATA_UNIT = 512 * 1000
+KELVIN = 273
+COUNTER_KEYS = ("temperature_c", "host_writes_bytes", "host_reads_bytes", "nand_writes_bytes",
+                "power_on_hours", "power_cycles", "unsafe_shutdowns", "media_errors",
+                "percentage_used", "available_spare", "warning_temp_minutes",
+                "critical_temp_minutes", "thermal_throttle_events")
+# counters whose change over a run is reported (run.json health.delta)
+DELTA_KEYS = ("host_writes_bytes", "nand_writes_bytes", "thermal_throttle_events",
+              "media_errors", "warning_temp_minutes", "critical_temp_minutes",
+              "percentage_used")
+
+
+@dataclass(frozen=True)
+class DriveCounters:
+    """One reading of the drive's own counters; None where the drive does not report it."""
+
+    tool: str  # "nvme smart-log" | "smartctl"
+    temperature_c: int | None = None
+    host_writes_bytes: int | None = None
+    host_reads_bytes: int | None = None
+    nand_writes_bytes: int | None = None
+    power_on_hours: int | None = None
+    power_cycles: int | None = None
+    unsafe_shutdowns: int | None = None
+    media_errors: int | None = None
+    percentage_used: int | None = None
+    available_spare: int | None = None
+    warning_temp_minutes: int | None = None
+    critical_temp_minutes: int | None = None
+    thermal_throttle_events: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        del data["tool"]
+        return data
+
+
+def _count(value: Any) -> int | None:
+    """A non-negative counter: a JSON number, or a string of digits (thousands separators
+    allowed); anything else is unknown."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip().replace(",", "")
+        if text.isdigit():
+            return int(text)
+    return None
+
+
+def nvme_temperature_c(value: Any) -> int | None:
+    """The composite temperature: kelvin as a number (0 = not reported); a string by its
+    unit ("309 K", "36 C", "36°C (309 K)")."""
+    if isinstance(value, str):
+        if m := re.search(r"(-?\d+)\s*°?\s*C\b", value):
+            return int(m.group(1))
+        if m := re.search(r"(\d+)\s*K\b", value):
+            return int(m.group(1)) - KELVIN
+        value = _count(value)
+    kelvin = _count(value)
+    return kelvin - KELVIN if kelvin else None
+
+
+def _sum(*values: int | None) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _times(value: int | None, unit: int) -> int | None:
+    return None if value is None else value * unit
+
+
+def _nvme_log(log: Mapping[str, Any], tool: str, temperature_c: int | None) -> DriveCounters:
+    get = log.get
+    return DriveCounters(
+        tool=tool,
+        temperature_c=temperature_c,
+        host_writes_bytes=_times(_count(get("data_units_written")), NVME_DATA_UNIT),
+        host_reads_bytes=_times(_count(get("data_units_read")), NVME_DATA_UNIT),
+        power_on_hours=_count(get("power_on_hours")),
+        power_cycles=_count(get("power_cycles")),
+        unsafe_shutdowns=_count(get("unsafe_shutdowns")),
+        media_errors=_count(get("media_errors")),
+        percentage_used=_count(get("percent_used", get("percentage_used"))),
+        available_spare=_count(get("avail_spare", get("available_spare"))),
+        warning_temp_minutes=_count(get("warning_temp_time")),
+        critical_temp_minutes=_count(get("critical_comp_time")),
+        thermal_throttle_events=_sum(*(
+            _count(get(f"thm_temp{i}_trans_count",
+                       get(f"thermal_temp{i}_transition_count")))
+            for i in (1, 2))),
+    )
+
+
+def parse_nvme_smart_log(text: str) -> DriveCounters:
+    log = load_json_object(text, "nvme smart-log")
+    if "data_units_written" not in log and "temperature" not in log:
+        raise ParseError("nvme smart-log: no data_units_written or temperature key")
+    return _nvme_log(log, "nvme smart-log", nvme_temperature_c(log.get("temperature")))
+
+
+# ATA attributes whose name says the unit of their raw value
+_UNIT = {"mib": 2**20, "gib": 2**30, "gb": 2**30}
+
+
+def _attribute_bytes(name: str, raw: int, sector: int) -> tuple[str, int] | None:
+    """("host"|"nand", bytes) of an ATA attribute whose name gives its unit."""
+    low = name.lower()
+    if low == "total_lbas_written":
+        return "host", raw * sector
+    m = re.fullmatch(r"(host|nand|flash|total_nand)_writes?_(\d*)(mib|gib|gb)", low)
+    if m is None:
+        m = re.fullmatch(r"(lifetime|total)_writes_(\d*)(gib|gb)", low)
+        if m is None:
+            return None
+    kind = "host" if m.group(1) in ("host", "lifetime", "total") else "nand"
+    return kind, raw * int(m.group(2) or 1) * _UNIT[m.group(3)]
+
+
+def _dig(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def parse_smartctl_counters(text: str) -> DriveCounters:
+    obj = load_json_object(text, "smartctl")
+    temperature = _dig(obj, "temperature", "current")
+    temp_c = temperature if isinstance(temperature, int) and not isinstance(
+        temperature, bool) else None
+    nvme_log = obj.get("nvme_smart_health_information_log")
+    if isinstance(nvme_log, Mapping):
+        counters = _nvme_log(nvme_log, "smartctl", temp_c)
+        # smartctl names the thermal counters its own way
+        thermal = _sum(_count(nvme_log.get("thermal_temp1_transition_count")),
+                       _count(nvme_log.get("thermal_temp2_transition_count")))
+        return DriveCounters(**{**_fields(counters), "thermal_throttle_events":
+                                counters.thermal_throttle_events if thermal is None
+                                else thermal})
+    sector = _count(obj.get("logical_block_size")) or 512
+    host = nand = None
+    for page in _dig(obj, "ata_device_statistics", "pages") or []:
+        for entry in _dig(page, "table") or []:
+            if isinstance(entry, Mapping) and entry.get("name") == "Logical Sectors Written":
+                written = _count(entry.get("value"))
+                host = None if written is None else written * sector
+    for attr in _dig(obj, "ata_smart_attributes", "table") or []:
+        if not isinstance(attr, Mapping):
+            continue
+        raw = _count(_dig(attr, "raw", "value"))
+        found = _attribute_bytes(str(attr.get("name", "")), raw, sector) if raw is not None \
+            else None
+        if found is None:
+            continue
+        kind, value = found
+        if kind == "host" and host is None:
+            host = value
+        elif kind == "nand" and nand is None:
+            nand = value
+    return DriveCounters(
+        tool="smartctl",
+        temperature_c=temp_c,
+        host_writes_bytes=host,
+        nand_writes_bytes=nand,
+        power_on_hours=_count(_dig(obj, "power_on_time", "hours")),
+        power_cycles=_count(obj.get("power_cycle_count")),
+    )
+
+
+def _fields(counters: DriveCounters) -> dict[str, Any]:
+    return {f.name: getattr(counters, f.name) for f in fields(counters)}
+
+
+def counters_argv(transport: str, path: str) -> list[str]:
+    """How to read the counters of a drive: nvme-cli for NVMe, smartctl for the rest."""
+    if transport == "nvme":
+        return ["nvme", "smart-log", "-o", "json", path]
+    return ["smartctl", "-x", "-j", path]
+
+
+def temperature_argv(transport: str, path: str) -> list[str]:
+    """The cheaper once-a-second read: nvme smart-log, or smartctl's attributes only."""
+    if transport == "nvme":
+        return ["nvme", "smart-log", "-o", "json", path]
+    return ["smartctl", "-A", "-j", path]
+
+
+def parse_counters(argv: list[str], text: str) -> DriveCounters:
+    if argv[0] == "nvme":
+        return parse_nvme_smart_log(text)
+    return parse_smartctl_counters(text)
+
+
+def health_record(before: DriveCounters | None, after: DriveCounters | None
+                  ) -> dict[str, Any]:
+    """run.json "health": both readings and the change of the counters that count up."""
+    delta: dict[str, Any] = {}
+    for key in DELTA_KEYS:
+        a = getattr(before, key) if before else None
+        b = getattr(after, key) if after else None
+        delta[key] = b - a if a is not None and b is not None else None
+    host, nand = delta["host_writes_bytes"], delta["nand_writes_bytes"]
+    delta["write_amplification"] = (round(nand / host, 3) if host and nand is not None
+                                    else None)
+    reading = before or after
+    tool = reading.tool if reading is not None else None
+    return {"tool": tool,
+            "before": before.to_json() if before else None,
+            "after": after.to_json() if after else None,
+            "delta": delta}
