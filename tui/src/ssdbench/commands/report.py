@@ -69,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
         for problem in report.problems:
             print(f"ssdbench report: {report.drive_dir.name}: {problem}", file=sys.stderr)
         for r in report.runs:
+            if r.unreadable:  # a damaged results file: the report is not the whole story
+                failed = True
+                print(f"ssdbench report: {report.drive_dir.name}/{r.run}: damaged: cannot "
+                      f"read {', '.join(r.unreadable)}", file=sys.stderr)
             if not r.complete:
                 print(f"ssdbench report: {report.drive_dir.name}/{r.run}: incomplete: "
                       + "; ".join(r.problems), file=sys.stderr)
@@ -79,4 +83,6 @@ def run(args: argparse.Namespace) -> int:
     if kind == "root":
         print(path / "index.html")
         print(path / "summary.csv")
+    # 1: a report could not be written, or a run's file is there but unreadable (the pages
+    # are still written and say which); an interrupted or cancelled run is not a failure
     return int(ExitCode.FAILURE if failed else ExitCode.OK)

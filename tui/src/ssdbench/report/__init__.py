@@ -205,6 +205,16 @@ def _index_data(root: Path) -> tuple[list[tuple[Path, dict[str, Any], list[RunDa
     return drives, problems
 
 
+def _unfinished(run: RunAnalysis) -> str:
+    """What a comparison panel adds to a run that did not finish: "cancelled after 100 s"."""
+    if run.state == "done":
+        return ""
+    seconds = run.iops.duration_s if run.iops is not None else 0
+    if run.state in ("cancelled", "interrupted", "failed"):
+        return f"{run.state} after {seconds} s"
+    return f"{run.state}, {seconds} s"
+
+
 IOPS_CHART_KINDS = ("full-log", "steady-log", "steady-linear")
 
 
@@ -264,7 +274,7 @@ def render_index(root: Path, *, svg: bool = True) -> None:
                 continue
             series = [
                 ch.DriveSeries(_label(identity, dd.name), d.iops["time_s"], d.iops["iops"],
-                               r.steady_start_s or 0.0, _workload(d))
+                               r.steady_start_s or 0.0, _workload(d), _unfinished(r))
                 for dd, identity, d, r in having
                 if d.iops is not None
             ]

@@ -648,6 +648,17 @@ class DriveSeries:
     iops: FloatArray
     steady_start_s: float
     workload: Workload = Workload()
+    note: str = ""  # e.g. "cancelled after 100 s": a run that did not finish
+
+    @property
+    def name(self) -> str:
+        """The panel's name: the label, and the note of a run that did not finish."""
+        return f"{self.label} — {self.note}" if self.note else self.label
+
+    @property
+    def has_steady(self) -> bool:
+        """A second with a value in the steady window (a run cancelled before it has none)."""
+        return bool(np.isfinite(self.iops[self.t >= self.steady_start_s]).any())
 
 
 def compare_iops_figures(run: str, drives: Sequence[DriveSeries], *,
@@ -667,15 +678,23 @@ def compare_iops_figures(run: str, drives: Sequence[DriveSeries], *,
     end = max((float(d.t[-1] + 1) for d in drives if d.t.size), default=1.0)
     loads = {d.workload.torture for d in drives}
     common = next(iter(loads)) if len(loads) == 1 else "per-drive workload in each panel"
-    steady_from = min(d.steady_start_s for d in drives)
+    steady = [d for d in drives if d.has_steady]
+    steady_from = min((d.steady_start_s for d in steady), default=0.0)
+    every = drives
     out = []
     for kind in ("full-log", "steady-log", "steady-linear"):
+        # a run stopped before its steady window has no steady panel (named in the title)
+        drives = every if kind == "full-log" else steady
+        left_out = [] if kind == "full-log" else [d.name for d in every if not d.has_steady]
+        n = len(drives)
+        if n == 0:
+            continue
         rows = 1
         while True:  # a legend that wraps beside a long panel name: redo with taller gaps
             gap = ROW_IN * rows + 0.15
             height = max(HEIGHT_IN, 1.5 + ROW_IN * rows + 2.3 * n + gap * (n - 1))
             fig, axes = _figure(height_in=height, nrows=n, sharex=True, header_rows=rows,
-                                panel_gap_in=gap)
+                                panel_gap_in=gap, title_lines=3 if left_out else 2)
             renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
             need = 1
             for ax, d in zip(axes[:, 0], drives, strict=True):
@@ -685,7 +704,7 @@ def compare_iops_figures(run: str, drives: Sequence[DriveSeries], *,
                 _iops_points(ax, d.t[sel], d.iops[sel], None if linear else scale,
                              linear_top=top if linear else None, label="IOPS",
                              marker_size=2.0)
-                text = d.label if len(loads) == 1 else f"{d.label} — {d.workload.torture}"
+                text = d.name if len(loads) == 1 else f"{d.name} — {d.workload.torture}"
                 label = _panel_label(ax, text)
                 ax.set_ylabel("IOPS", fontsize=11)
                 need = max(need, _legend_above(
@@ -698,7 +717,10 @@ def compare_iops_figures(run: str, drives: Sequence[DriveSeries], *,
         axes[-1, 0].set_xlabel("Time (s)", fontsize=12)
         what = {"full-log": "whole run, log scale", "steady-log": "steady window, log scale",
                 "steady-linear": f"steady window, linear scale 0–{si(top)}"}[kind]
-        _suptitle(fig, f"{run} — {common}\n{what} — the same scale for every drive")
+        title = f"{run} — {common}\n{what} — the same scale for every drive"
+        if left_out:
+            title += "\nwithout a steady window: " + "; ".join(left_out)
+        _suptitle(fig, title)
         out.append((f"compare-{run}-iops-{kind}", fig))
     return out
 

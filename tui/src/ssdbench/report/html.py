@@ -32,7 +32,7 @@ th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 img{max-width:100%;height:auto;border:1px solid #ddd;background:#fff;margin:.3em 0}
 .verdict{font-weight:bold;padding:.1em .5em;border-radius:.3em}
 .effective,.done,.yes{background:#d9f2d9}.partial,.interrupted,.cancelled{background:#fff2cc}
-.ineffective,.failed,.no{background:#f8d0d0}.inconclusive,.incomplete,.unknown{background:#e8e8e8}
+.ineffective,.failed,.damaged,.no{background:#f8d0d0}.inconclusive,.incomplete,.unknown{background:#e8e8e8}
 .problem{background:#fff2cc;border-left:4px solid #e0a800;padding:.4em .8em;margin:.4em 0}
 .warning{background:#fde8d7;border-left:4px solid #d9661f;padding:.4em .8em;margin:.4em 0}
 pre{background:#fff;border:1px solid #ddd;padding:.6em;overflow:auto;font-size:.85em}
@@ -329,7 +329,8 @@ def drive_page(identity: dict[str, Any], document: dict[str, Any], drive_dir_nam
               r.iops.stalls.zero_seconds if r.iops else None,
               (r.iops.steady_state.at_s or "not reached") if r.iops else None,
               badge(r.trim.verdict) if r.trim else None,
-              len(warnings.get(r.run, ()))] for r in runs])
+              "— (run.json unreadable)" if "run.json" in r.unreadable
+              else len(warnings.get(r.run, ()))] for r in runs])
     body += "".join(sections)
     extra = {k: v for k, v in document.items() if k not in ("drive", "identity", "schema")}
     if extra:

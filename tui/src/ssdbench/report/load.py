@@ -146,6 +146,8 @@ class RunData:
     probe_series: dict[str, dict[str, FloatArray]]
     readscan: dict[str, FloatArray] | None
     problems: tuple[str, ...] = field(default=())
+    unreadable: tuple[str, ...] = field(default=())  # files there but not readable
+
 
     @property
     def kind(self) -> str:
@@ -159,6 +161,10 @@ class RunData:
 
     @property
     def state(self) -> str:
+        """run.json ``state``; ``damaged`` when run.json is there but unreadable (a missing
+        run.json, a run cut before it was written, is ``unknown``)."""
+        if "run.json" in self.unreadable:
+            return "damaged"
         state = self.meta.get("state")
         return state if isinstance(state, str) else "unknown"
 
@@ -190,6 +196,7 @@ def rebuild_csvs_from_fio_logs(run_dir: Path) -> str | None:
 def load_run(run_dir: Path, *, rebuild: bool = True) -> RunData:
     run_dir = Path(run_dir)
     problems: list[str] = []
+    unreadable: list[str] = []
     if rebuild:
         note = rebuild_csvs_from_fio_logs(run_dir)
         if note:
@@ -200,6 +207,7 @@ def load_run(run_dir: Path, *, rebuild: bool = True) -> RunData:
             meta = read_json(run_dir / "run.json")
         except ResultsFileError as exc:
             problems.append(str(exc))
+            unreadable.append("run.json")
     else:
         problems.append("run.json is missing")
 
@@ -211,6 +219,7 @@ def load_run(run_dir: Path, *, rebuild: bool = True) -> RunData:
             return read_columns(path, cols)
         except ResultsFileError as exc:
             problems.append(str(exc))
+            unreadable.append(name)
             return None
 
     iops = columns("iops.csv", IOPS_COLUMNS)
@@ -222,6 +231,7 @@ def load_run(run_dir: Path, *, rebuild: bool = True) -> RunData:
             probes = read_probes(run_dir / "probes.csv")
         except ResultsFileError as exc:
             problems.append(str(exc))
+            unreadable.append("probes.csv")
     probe_series: dict[str, dict[str, FloatArray]] = {}
     for phase in TRIM_PHASES:
         series = columns(f"probe-{phase}.csv", PROBE_COLUMNS)
@@ -232,7 +242,7 @@ def load_run(run_dir: Path, *, rebuild: bool = True) -> RunData:
                 if vals.size:
                     probes[phase] = Probe(phase, float(vals.mean()), float(vals.size), None)
     return RunData(run_dir, run_dir.name, meta, iops, fill, probes, probe_series, readscan,
-                   tuple(problems))
+                   tuple(problems), tuple(unreadable))
 
 
 def is_run_dir(path: Path) -> bool:

@@ -38,6 +38,7 @@ class RunAnalysis:
     steady_latency: LatencySummary | None  # steady window
     fill: FillStats | None
     trim: TrimVerdict | None
+    unreadable: tuple[str, ...] = ()  # files of the run there but not readable (damaged)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +55,7 @@ class RunAnalysis:
             "steady_latency": self.steady_latency.to_dict() if self.steady_latency else None,
             "fill": self.fill.to_dict() if self.fill else None,
             "trim": self.trim.to_dict() if self.trim else None,
+            "unreadable": list(self.unreadable),
         }
 
 
@@ -94,7 +96,7 @@ def analyse(data: RunData) -> RunAnalysis:
     meta = data.meta
     kind = data.kind
     state = data.state
-    if state not in ("done", "unknown"):
+    if state not in ("done", "unknown", "damaged"):  # damaged: the read error says it
         error = meta.get("error")
         problems.insert(0, f"run {state}" + (f": {error}" if error else ""))
     target = meta.get("target") if isinstance(meta.get("target"), dict) else {}
@@ -129,7 +131,7 @@ def analyse(data: RunData) -> RunAnalysis:
         problems.append("readscan.csv is missing")
     complete = state == "done" and not problems
     return RunAnalysis(data.name, kind, state, complete, tuple(problems), op, start, iops,
-                       latency, steady_latency, fill, trim)
+                       latency, steady_latency, fill, trim, data.unreadable)
 
 
 def _idle_s(meta: dict[str, Any], key: str) -> float | None:
