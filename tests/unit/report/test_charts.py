@@ -344,7 +344,7 @@ def test_mb_s_and_warnings_in_summary_and_pages(tmp_path: Path):
     assert "-16.667%" in page and "+0.000%" in page and "268,443,648" in page
     index = (root / "index.html").read_text()
     assert f"consistency-default: {shown}" in index
-    assert "trim clean mb s" in index
+    assert "trim_clean_mb_s" in index  # every column of summary.csv, one click away
 
 
 def test_a_one_second_fill_is_visible():

@@ -17,8 +17,9 @@ from typing import Any
 from urllib.parse import quote
 
 from ssdbench import __version__
-from ssdbench.report.charts import MB_PER_MIB, Chart
+from ssdbench.report.charts import MB_PER_MIB, Chart, bytes_text
 from ssdbench.report.model import RunAnalysis, run_warnings
+from ssdbench.report.summary import SUMMARY_COLUMNS
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;
@@ -36,7 +37,8 @@ img{max-width:100%;height:auto;border:1px solid #ddd;background:#fff;margin:.3em
 .problem{background:#fff2cc;border-left:4px solid #e0a800;padding:.4em .8em;margin:.4em 0}
 .warning{background:#fde8d7;border-left:4px solid #d9661f;padding:.4em .8em;margin:.4em 0}
 pre{background:#fff;border:1px solid #ddd;padding:.6em;overflow:auto;font-size:.85em}
-.small{color:#666;font-size:.85em}.wide{overflow-x:auto}
+.small{color:#666;font-size:.85em}.wide{overflow-x:auto}.nowrap{white-space:nowrap}
+summary{cursor:pointer;margin:.5em 0}
 """
 
 
@@ -307,6 +309,78 @@ def target_text(target: Any) -> str:
     return ", ".join(parts)
 
 
+def capacity_text(n: Any) -> str:
+    """Bytes in decimal units (as drive labels) and binary units (as the kernel and fio):
+    ``244.2 MB (232.9 MiB)``."""
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        return "unknown"
+    decimal = f"{n} B"
+    for unit, div in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= div:
+            decimal = f"{n / div:.1f} {unit}"
+            break
+    binary = f"{n / 2**40:.4g} TiB" if n >= 2**40 else bytes_text(n)
+    return f"{decimal} ({binary})"
+
+
+ATA_TRANSPORTS = ("sata", "ata", "usb")
+TRANSPORT_NAMES = {"sata": "SATA", "ata": "ATA", "usb": "USB", "nvme": "NVMe",
+                   "loop": "loop device", "virtio": "virtio disk", "mmc": "MMC/SD",
+                   "scsi": "SCSI", "sas": "SAS"}
+
+
+def trim_support_text(identity: Mapping[str, Any]) -> str:
+    """What the drive's IDENTIFY says about TRIM and what the kernel does, side by side (a
+    QEMU AHCI disk lists no TRIM in ``hdparm -I`` while the kernel discards). drive.json
+    records the kernel's ``discard_max_bytes``; discovery's ``trim_supported`` is
+    ``discard_max_bytes > 0`` and IDENTIFY not saying no, so with the kernel discarding
+    it is IDENTIFY's answer (ATA); NVMe's is ONCS bit 2 (``nvme.decoded.dsm``)."""
+    transport = str(identity.get("transport") or "")
+    trim = identity.get("trim_supported")
+    dmax = identity.get("discard_max_bytes")
+    if not isinstance(dmax, int) or isinstance(dmax, bool):
+        said = "listed" if trim is True else "not listed" if trim is False else "unknown"
+        return f"{said} (drive.json records no kernel discard facts)"
+    kernel = (f"kernel: discards (up to {bytes_text(dmax)} a request)" if dmax > 0
+              else "kernel: does not discard")
+    nvme = identity.get("nvme")
+    decoded = nvme.get("decoded") if isinstance(nvme, dict) else None
+    if transport == "nvme":
+        dsm = decoded.get("dsm") if isinstance(decoded, dict) else None
+        said = {True: "listed", False: "not listed"}.get(dsm, "not recorded") \
+            if isinstance(dsm, bool) else "not recorded"
+        return f"NVMe ONCS: Dataset Management {said}; {kernel}"
+    if transport in ATA_TRANSPORTS:
+        said = ("listed" if trim else "not listed") if dmax > 0 and isinstance(trim, bool) \
+            else "not recorded"
+        return f"IDENTIFY: {said}; {kernel}"
+    return f"no IDENTIFY ({TRANSPORT_NAMES.get(transport, transport or 'unknown')}); {kernel}"
+
+
+def drive_rows(identity: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The drive table of report.html: names and values in words and units."""
+    rows: list[tuple[str, str]] = []
+    for key, name in (("model", "Model"), ("serial", "Serial"), ("firmware", "Firmware")):
+        if identity.get(key):
+            rows.append((name, str(identity[key])))
+    if "size_bytes" in identity:
+        rows.append(("Capacity", capacity_text(identity.get("size_bytes"))))
+    transport = str(identity.get("transport") or "")
+    if transport:
+        rows.append(("Interface", TRANSPORT_NAMES.get(transport, transport)))
+    if identity.get("path"):
+        rows.append(("Device", str(identity["path"])))
+    lbs, pbs = identity.get("logical_block_size"), identity.get("physical_block_size")
+    if isinstance(lbs, int) and isinstance(pbs, int):
+        rows.append(("Sectors", f"{lbs} B logical, {pbs} B physical"))
+    rot = identity.get("rotational")
+    if isinstance(rot, bool):
+        rows.append(("Medium", "rotating disk" if rot else "flash (non-rotational)"))
+    if "trim_supported" in identity or "discard_max_bytes" in identity:
+        rows.append(("TRIM", trim_support_text(identity)))
+    return rows
+
+
 def drive_page(identity: dict[str, Any], document: dict[str, Any], drive_dir_name: str, *,
                sections: Sequence[str], runs: Sequence[RunAnalysis],
                problems: Sequence[str],
@@ -317,9 +391,7 @@ def drive_page(identity: dict[str, Any], document: dict[str, Any], drive_dir_nam
     title = f"{model} {identity.get('serial') or ''}".strip()
     body = f"<h1>{esc(title)}</h1><p class=\"small\">{esc(drive_dir_name)}</p>"
     body += problems_html(problems)
-    keys = ("model", "serial", "firmware", "size_bytes", "transport", "path", "name",
-            "logical_block_size", "physical_block_size", "trim_supported", "rotational")
-    body += "<h2>Drive</h2>" + kv_table([(k, identity.get(k)) for k in keys if k in identity])
+    body += "<h2>Drive</h2>" + kv_table(drive_rows(identity))
     if runs:
         body += "<h3>Runs</h3>" + table(
             ["run", "state", "steady IOPS mean", "zero-IOPS s", "SNIA steady state (s)",
@@ -343,30 +415,84 @@ def drive_page(identity: dict[str, Any], document: dict[str, Any], drive_dir_nam
     return page(f"ssdbench: {title}", body)
 
 
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _whole(text: str, unit: str = "") -> str:
+    value = _number(text)
+    return "—" if value is None else f"{value:,.0f}{unit}"
+
+
+def _steady_cell(r: Mapping[str, str]) -> str:
+    mean, sd = _number(r["steady_iops_mean"]), _number(r["steady_iops_stddev"])
+    if mean is None:
+        return "—"
+    return f"{mean:,.0f}" + ("" if sd is None else f" ± {sd:,.0f}")
+
+
+def _trim_cell(r: Mapping[str, str]) -> Markup | str:
+    if not r["trim_verdict"]:
+        return "—"
+    probes = [_number(r[f"trim_{p}_mib_s"]) for p in ("clean", "after_torture", "after_trim")]
+    values = " → ".join("—" if v is None else f"{v:,.1f}" for v in probes)
+    return Markup(f"{badge(r['trim_verdict'])} <span class=\"nowrap\">{esc(values)} MiB/s"
+                  "</span>")
+
+
+def _erase_cell(r: Mapping[str, str]) -> str:
+    if not r["erase_method"]:
+        return "none"
+    verified = {"true": "verified", "false": "not verified"}.get(r["erase_verified"],
+                                                                  "verification not recorded")
+    return f"{r['erase_method']}, {verified}"
+
+
+def _run_cell(r: Mapping[str, str]) -> Markup:
+    op = _number(r["op_percent"])
+    text = esc(r["run"]) + (f" <span class=\"small\">{op:g}% OP</span>" if op else "")
+    if r["run_state"] != "done":
+        text += " " + badge(r["run_state"] or "unknown")
+    return Markup(text)
+
+
+OVERVIEW_HEADERS = ("Drive", "Run", "Steady IOPS (mean ± sd)", "Seconds at 0 IOPS",
+                    "Longest stall", "TRIM verdict (probes: clean → after torture → after TRIM)",
+                    "Erase")
+
+
+def overview_table(rows: Sequence[Mapping[str, str]]) -> str:
+    """index.html's lead: one row per run, what a reader quotes, in words and units (the
+    values of summary.csv, so both always agree)."""
+    def drive(r: Mapping[str, str]) -> Markup:
+        link = f"{href(r['drive_dir'])}/report.html#{esc(r['run'])}"
+        name = " ".join(x for x in (r["model"], r["serial"]) if x) or r["drive_dir"]
+        return Markup(f"<a href=\"{link}\">{esc(name)}</a>")
+
+    return table(OVERVIEW_HEADERS, [
+        [drive(r), _run_cell(r), Markup(esc(_steady_cell(r))),
+         Markup(esc(_whole(r["zero_iops_seconds"], " s"))),
+         Markup(esc(_whole(r["longest_stall_s"], " s"))), _trim_cell(r),
+         Markup(esc(_erase_cell(r)))] for r in rows])
+
+
 def index_page(rows: Sequence[dict[str, str]], drive_links: Sequence[tuple[str, str]],
                charts: Sequence[Chart], problems: Sequence[str],
                warnings: Sequence[str] = ()) -> str:
     body = "<h1>ssdbench results</h1>" + problems_html(problems) + warnings_html(warnings)
+    body += "<h2>Summary</h2>" + overview_table(rows)
+    body += ("<p><a href=\"summary.csv\">summary.csv</a> (every column, for a spreadsheet)"
+             "</p>")
+    body += ("<details><summary>Every column of summary.csv</summary>"
+             + table(SUMMARY_COLUMNS, [[r[c] for c in SUMMARY_COLUMNS] for r in rows])
+             + "</details>")
     body += "<h2>Drives</h2><ul>" + "".join(
         f"<li><a href=\"{href(d)}/report.html\">{esc(label)}</a></li>"
         for d, label in drive_links) + "</ul>"
-    cols = ("model", "serial", "run", "op_percent", "duration_s", "iops_mean",
-            "steady_iops_mean", "steady_iops_stddev", "steady_iops_p1", "zero_iops_seconds",
-            "longest_stall_s", "steady_state_at_s", "trim_clean_mib_s", "trim_clean_mb_s",
-            "trim_after_torture_mib_s", "trim_after_torture_mb_s", "trim_after_trim_mib_s",
-            "trim_after_trim_mb_s", "trim_verdict", "erase_method", "erase_verified",
-            "run_state", "warnings")
-    def cell(r: dict[str, str], c: str) -> Any:
-        if c == "model":
-            link = f"{href(r['drive_dir'])}/report.html#{esc(r['run'])}"
-            return Markup(f"<a href=\"{link}\">{esc(r['model'] or r['drive_dir'])}</a>")
-        if c in ("trim_verdict", "run_state") and r[c]:
-            return badge(r[c])
-        return r[c]
-
-    body += "<h2>Summary</h2>" + table([c.replace("_", " ") for c in cols],
-                                       [[cell(r, c) for c in cols] for r in rows])
-    body += "<p><a href=\"summary.csv\">summary.csv</a></p>"
     if charts:
         body += "<h2>Comparison (same scale for every drive)</h2>"
         body += "".join(img(c, "", c.name) for c in charts)
