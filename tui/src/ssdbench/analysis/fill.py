@@ -8,12 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from ssdbench.analysis.iops import as_series, sustained_drop
+from ssdbench.analysis.iops import as_series, plateau_drop, running_plateau
 
 FILL_CLIFF_FRACTION = 0.70  # throughput falls below 70% of the reference ...
-FILL_REFERENCE_S = 30  # reference: median of the first 30 s (a quarter of a shorter fill)
-FILL_SUSTAIN_S = 30  # ... for 30 s (a twentieth of a shorter fill, at least 3 s)
-FILL_SUSTAIN_SHARE = 0.90  # ... with at least 90% of those seconds (and their mean) below
+FILL_REFERENCE_S = 30  # reference: the best 30-s mean so far (a quarter of a shorter fill)
+FILL_SUSTAIN_S = 30  # ... every 30-s mean in the next 30 s below (a 20th of a shorter fill)
 
 
 @dataclass(frozen=True)
@@ -24,11 +23,12 @@ class FillStats:
     min_mib_s: float | None
     max_mib_s: float | None
     p50_mib_s: float | None
-    reference_mib_s: float | None  # median of the reference window at the start
+    reference_mib_s: float | None  # the best reference-window mean before the cliff
     cliff_at_s: int | None  # start of the sustained drop (None: no cliff found)
     cliff_gib: float | None  # GiB written when the drop starts
     before_cliff_mib_s: float | None  # mean before the cliff
     after_cliff_mib_s: float | None  # mean from the cliff to the end
+    note: str | None = None  # why the cliff could not be looked for (a fill too short)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -48,22 +48,26 @@ def fill_stats(mib_s: Any, gib_written: Any) -> FillStats:
     n = int(rate.size)
     valid = rate[~np.isnan(rate)]
     if valid.size == 0:
-        return FillStats(n, None, None, None, None, None, None, None, None, None, None)
+        return FillStats(n, None, None, None, None, None, None, None, None, None, None,
+                         "no second of the fill has a value" if n else None)
     finite_gib = gib[~np.isnan(gib)]
     total = float(finite_gib[-1]) if finite_gib.size else None
     ref_len = min(FILL_REFERENCE_S, n // 4)
     sustain = min(FILL_SUSTAIN_S, max(3, n // 20))
-    head = rate[:ref_len]
-    head = head[~np.isnan(head)]
-    reference = float(np.median(head)) if head.size else None
-    cliff = cliff_gib = before = after = None
-    if reference is not None and reference > 0:
-        cliff = sustained_drop(rate, FILL_CLIFF_FRACTION * reference, sustain,
-                               share=FILL_SUSTAIN_SHARE)
-        if cliff is not None:
+    cliff = cliff_gib = before = after = reference = note = None
+    if ref_len < 1 or n - ref_len < sustain:
+        note = (f"fill too short for the SLC-cache cliff: it needs {sustain} s after a "
+                f"reference window; the fill lasted {n} s")
+    else:
+        drop = plateau_drop(rate, ref_len, FILL_CLIFF_FRACTION, sustain)
+        if drop is not None:
+            cliff, reference = drop.at, drop.level
             cliff_gib = float(gib[cliff - 1]) if cliff > 0 and not np.isnan(gib[cliff - 1]) else 0.0
             before = _mean(rate[:cliff])
             after = _mean(rate[cliff:])
+        else:
+            level, _ = running_plateau(rate, ref_len)
+            reference = None if np.isnan(level).all() else float(np.nanmax(level))
     return FillStats(
         seconds=n,
         gib_written=total,
@@ -76,4 +80,5 @@ def fill_stats(mib_s: Any, gib_written: Any) -> FillStats:
         cliff_gib=cliff_gib,
         before_cliff_mib_s=before,
         after_cliff_mib_s=after,
+        note=note,
     )

@@ -32,10 +32,11 @@ SNIA_RANGE_LIMIT = 0.20  # max - min <= 20% of the window mean
 SNIA_SLOPE_LIMIT = 0.10  # |slope| * (rounds - 1) <= 10% of the window mean
 
 CLIFF_FRACTION = 0.50  # below 50% of the plateau (the best 60-s mean) ...
-CLIFF_SUSTAIN_S = 30  # ... for a window of 30 s ...
-CLIFF_SUSTAIN_SHARE = 0.80  # ... in which at least 80% of the seconds, and the mean, are below
+CLIFF_SUSTAIN_S = 30  # ... every 30-s mean starting in the next 30 s below it ...
+# ... and below the geometric mean of the plateau and the final level (nearer the final)
 PLATEAU_WINDOW_S = 60  # the plateau: the highest mean over 60 consecutive seconds
 EARLY_WINDOW_S = 3  # a plateau shorter than a minute: the best 3-s mean of the first minute
+FINAL_MINUTES = 5  # the final level: median of the last 5 minutes' means
 
 
 def as_series(values: Any) -> FloatArray:
@@ -152,8 +153,24 @@ def _steady_slice(n: int, steady_start_s: float) -> slice:
 
 
 @dataclass(frozen=True)
+class SniaWindow:
+    """One 5-round window that satisfies the SNIA PTS range and slope rules."""
+
+    at_s: int  # end of the window, seconds from the start
+    first_round: int  # index of the window's first round (0-based)
+    window_mean: float
+    window_range: float  # max - min of the window's rounds
+    window_slope_excursion: float  # |slope| * (rounds - 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class SteadyState:
-    """SNIA PTS steady state on one-minute rounds."""
+    """SNIA PTS steady state on one-minute rounds: ssdbench's answer (searched from the
+    cliff, on the level the drive keeps to the end) and the literal rule's (``snia_literal``:
+    the first steady window from round 0, which cannot look ahead)."""
 
     reached: bool
     at_s: int | None  # end of the first steady window, seconds from the start
@@ -163,10 +180,14 @@ class SteadyState:
     window_slope_excursion: float | None  # |slope| * (rounds - 1)
     rounds: tuple[float, ...]  # mean IOPS of every full minute
     search_from_s: int = 0  # windows start at or after this (the cliff, when one was found)
+    final_iops: float | None = None  # the run's final level (final_level); None: not applied
+    snia_literal: SniaWindow | None = None  # the literal rule's first window from round 0
+    note: str | None = None  # why the check could not be made or what it saw, when not reached
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["rounds"] = list(self.rounds)
+        d["snia_literal"] = self.snia_literal.to_dict() if self.snia_literal else None
         return d
 
 
@@ -179,23 +200,26 @@ def minute_rounds(iops: Any) -> FloatArray:
     return np.asarray(arr[: full * ROUND_S].reshape(full, ROUND_S).mean(axis=1), np.float64)
 
 
+def final_level(iops: Any) -> float | None:
+    """The level a run ends at: the median of the mean IOPS of its last five minutes,
+    counted back from the end (``[n - 60(j+1), n - 60j)``, j = 0…4; fewer in a shorter run;
+    a minute holding a missing second is skipped). The median, so a recovery burst of up to
+    two minutes does not move it. None: no whole minute."""
+    arr = as_series(iops)
+    means = [float(arr[arr.size - ROUND_S * (j + 1): arr.size - ROUND_S * j].mean())
+             for j in range(FINAL_MINUTES) if arr.size >= ROUND_S * (j + 1)]
+    means = [m for m in means if not math.isnan(m)]
+    return float(np.median(means)) if means else None
+
+
 def _slope(y: FloatArray) -> float:
     x = np.arange(y.size, dtype=np.float64)
     xc = x - x.mean()
     return float((xc * (y - y.mean())).sum() / (xc * xc).sum())
 
 
-def snia_steady_state(iops: Any, after_s: float = 0) -> SteadyState:
-    """The first 5-round window with range <= 20% and slope excursion <= 10% of its mean,
-    among the windows whose first round starts at or after ``after_s`` (the cliff: a
-    fresh-out-of-box plateau before it is flat but not steady).
-
-    A window whose mean is 0 (a drive that stopped) or that holds a NaN round is never
-    steady.
-    """
-    rounds = minute_rounds(iops)
+def _first_window(rounds: FloatArray, first: int, final: float | None) -> SniaWindow | None:
     k = SNIA_WINDOW_ROUNDS
-    first = max(0, math.ceil(after_s / ROUND_S))
     for i in range(first, rounds.size - k + 1):
         win = rounds[i : i + k]
         if np.isnan(win).any():
@@ -205,56 +229,115 @@ def snia_steady_state(iops: Any, after_s: float = 0) -> SteadyState:
             continue
         rng = float(win.max() - win.min())
         excursion = abs(_slope(win)) * (k - 1)
-        if rng <= SNIA_RANGE_LIMIT * mean and excursion <= SNIA_SLOPE_LIMIT * mean:
-            return SteadyState(
-                reached=True,
-                at_s=(i + k) * ROUND_S,
-                first_round=i,
-                window_mean=mean,
-                window_range=rng,
-                window_slope_excursion=excursion,
-                rounds=tuple(float(r) for r in rounds),
-                search_from_s=first * ROUND_S,
-            )
-    return SteadyState(False, None, None, None, None, None, tuple(float(r) for r in rounds),
-                       search_from_s=first * ROUND_S)
+        if rng > SNIA_RANGE_LIMIT * mean or excursion > SNIA_SLOPE_LIMIT * mean:
+            continue
+        if final is not None and abs(mean - final) > SNIA_RANGE_LIMIT * mean:
+            continue  # a level the drive leaves later is not its steady state
+        return SniaWindow((i + k) * ROUND_S, i, mean, rng, excursion)
+    return None
+
+
+def snia_steady_state(iops: Any, after_s: float = 0,
+                      final_iops: float | None = None) -> SteadyState:
+    """The first 5-round window with range <= 20% and slope excursion <= 10% of its mean,
+    among the windows whose first round starts at or after ``after_s`` (the cliff: a
+    fresh-out-of-box plateau before it is flat but not steady) and, when ``final_iops`` is
+    given, whose mean lies within 20% of it (the level the run ends at: a plateau the drive
+    leaves later is not steady). ``snia_literal`` is the literal rule's answer: from round 0,
+    neither condition.
+
+    A window whose mean is 0 (a drive that stopped) or that holds a NaN round is never
+    steady.
+    """
+    arr = as_series(iops)
+    rounds = minute_rounds(arr)
+    first = max(0, math.ceil(after_s / ROUND_S))
+    found = _first_window(rounds, first, final_iops)
+    literal = _first_window(rounds, 0, None)
+    kept = tuple(float(r) for r in rounds)
+    if found is not None:
+        return SteadyState(True, found.at_s, found.first_round, found.window_mean,
+                           found.window_range, found.window_slope_excursion, kept,
+                           search_from_s=first * ROUND_S, final_iops=final_iops,
+                           snia_literal=literal)
+    return SteadyState(False, None, None, None, None, None, kept, search_from_s=first * ROUND_S,
+                       final_iops=final_iops, snia_literal=literal,
+                       note=_steady_note(arr.size, rounds.size, first, literal, final_iops))
+
+
+def _steady_note(seconds: int, rounds: int, first: int, literal: SniaWindow | None,
+                 final: float | None) -> str | None:
+    k = SNIA_WINDOW_ROUNDS
+    if rounds - first < k:
+        return (f"run too short: the SNIA rule needs {k} rounds of {ROUND_S} s after its "
+                f"search start ({first * ROUND_S} s); the torture lasted {seconds} s")
+    if literal is None:
+        return None
+    where = (f"the literal SNIA rule's window (rounds {literal.first_round}–"
+             f"{literal.first_round + k - 1}, to {literal.at_s} s) averages "
+             f"{literal.window_mean:,.0f} IOPS")
+    if literal.first_round < first:
+        return f"not steady after the cliff ({first * ROUND_S} s); {where}, before it"
+    return (f"not steady on a level the drive keeps: {where}, a level the drive left "
+            f"(final level {final or 0:,.0f} IOPS)")
+
+
+def _rolling_nanmean(arr: FloatArray, window: int) -> FloatArray:
+    """Mean of the present seconds of ``arr[t : t + window]`` for every ``t`` where the
+    window fits; NaN when fewer than half of its seconds are present."""
+    missing = np.isnan(arr)
+    csum = np.concatenate(([0.0], np.cumsum(np.where(missing, 0.0, arr))))
+    cnt = np.concatenate(([0], np.cumsum(~missing)))
+    sums = csum[window:] - csum[:-window]
+    present = cnt[window:] - cnt[:-window]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / present
+    return np.asarray(np.where(2 * present >= window, means, np.nan), dtype=np.float64)
 
 
 def sustained_drop(
     values: Any,
-    threshold: float,
+    threshold: float | FloatArray,
     sustain: int,
-    share: float = CLIFF_SUSTAIN_SHARE,
     start: int = 0,
+    window_threshold: float | FloatArray | None = None,
 ) -> int | None:
-    """First index ``t >= start`` where ``values[t] < threshold``, at least ``share`` of
-    ``values[t : t + sustain]`` (a window that must fit in the series) is below it, and so
-    is the window's mean (a missing second counts as at the threshold)."""
+    """First index ``t >= start`` where ``values[t] < threshold`` and the mean of every
+    ``sustain``-long window starting in ``[t, t + sustain)`` that fits in the series is
+    below ``window_threshold`` (default: ``threshold``; at least the window starting at
+    ``t`` must fit). Both may be one value per index ``t`` (NaN: no drop can start there).
+    Means leave missing seconds out;
+    a window with fewer than half of its seconds present is not below."""
     arr = as_series(values)
     n = arr.size
     if sustain <= 0 or n - start < sustain:
         return None
-    below = (arr < threshold).astype(np.int64)  # NaN counts as not below
-    csum = np.concatenate(([0], np.cumsum(below)))
-    vsum = np.concatenate(([0.0], np.cumsum(np.where(np.isnan(arr), threshold, arr))))
-    need = math.ceil(share * sustain - 1e-9)
-    t = np.arange(start, n - sustain + 1)
-    ok = ((below[t] == 1) & ((csum[t + sustain] - csum[t]) >= need)
-          & (vsum[t + sustain] - vsum[t] < threshold * sustain))
+    means = _rolling_nanmean(arr, sustain)  # one per start 0 … n - sustain
+    worst = np.concatenate((np.where(np.isnan(means), np.inf, means),
+                            np.full(sustain - 1, -np.inf)))
+    ahead = np.lib.stride_tricks.sliding_window_view(worst, sustain).max(axis=1)
+    thr = np.broadcast_to(np.asarray(threshold, dtype=np.float64), (n,))
+    wthr = thr if window_threshold is None else np.broadcast_to(
+        np.asarray(window_threshold, dtype=np.float64), (n,))
+    t = np.arange(start, means.size)
+    with np.errstate(invalid="ignore"):
+        ok = (arr[t] < thr[t]) & (ahead[t] < wthr[t])
     hits = np.flatnonzero(ok)
     return int(t[hits[0]]) if hits.size else None
 
 
 @dataclass(frozen=True)
 class Cliff:
-    """Spare-area cliff: the first sustained drop below 50% of the plateau, after the
-    plateau (docs/analysis.md)."""
+    """Spare-area cliff: the first sustained drop below 50% of the plateau before it, to a
+    level nearer the one the run ends at than the plateau (docs/analysis.md)."""
 
     reference_iops: float | None  # the plateau level (None if the run is shorter than 60 s)
     threshold_iops: float | None
     at_s: int | None  # second where the sustained drop starts; None = not found
     reference_start_s: int | None = None  # where the plateau's window starts
     reference_window_s: int | None = None  # 60 (plateau) or 3 (a plateau under a minute)
+    final_iops: float | None = None  # the run's final level (final_level)
+    note: str | None = None  # why the search could not be made (a run too short)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -274,6 +357,28 @@ def rolling_mean(values: Any, window: int) -> FloatArray:
     return np.asarray(np.where(holes > 0, np.nan, sums / window), dtype=np.float64)
 
 
+def running_plateau(values: Any, window: int) -> tuple[FloatArray, npt.NDArray[np.int64]]:
+    """For every second ``t``: the highest ``window``-second mean among the windows that end
+    at or before ``t`` (``[s, s + window)`` with ``s + window <= t``; NaN before the first,
+    a window with a missing second skipped), and the first start ``s`` where it occurs
+    (-1 where there is none)."""
+    arr = as_series(values)
+    n = arr.size
+    level = np.full(n, np.nan)
+    where = np.full(n, -1, dtype=np.int64)
+    means = rolling_mean(arr, window)
+    if means.size == 0 or n <= window:
+        return level, where
+    m = np.where(np.isnan(means), -np.inf, means)
+    best = np.maximum.accumulate(m)
+    previous = np.concatenate(([-np.inf], best[:-1]))
+    idx = np.maximum.accumulate(np.where(m > previous, np.arange(m.size), 0))
+    count = n - window  # seconds window … n-1 have a window ending at or before them
+    level[window:] = np.where(np.isfinite(best[:count]), best[:count], np.nan)
+    where[window:] = np.where(np.isfinite(best[:count]), idx[:count], -1)
+    return level, where
+
+
 def _plateau(values: FloatArray, window: int, last_start: int) -> tuple[float, int] | None:
     """(highest ``window``-second mean, first start where it occurs) among the windows
     starting at ``0 … last_start``; None without a positive one."""
@@ -285,31 +390,99 @@ def _plateau(values: FloatArray, window: int, last_start: int) -> tuple[float, i
     return (level, start) if level > 0 else None
 
 
+@dataclass(frozen=True)
+class Drop:
+    """A sustained drop below a share of the plateau before it (:func:`plateau_drop`)."""
+
+    at: int  # the second of the sharpest fall
+    level: float  # the plateau: the highest window mean that ended before the drop
+    level_start: int  # where that window starts
+    threshold: float  # fraction x level
+
+
+def plateau_drop(values: Any, window: int, fraction: float, sustain: int,
+                 final: float | None = None) -> Drop | None:
+    """The first sustained drop below ``fraction`` of the plateau so far.
+
+    The plateau at second ``u`` is the highest ``window``-second mean among the windows
+    that end at or before ``u`` (:func:`running_plateau`). The drop starts at the first
+    ``u >= window`` from which every ``sustain``-second mean starting in
+    ``[u, u + sustain)`` (those that fit) is below ``fraction`` x that plateau and, with a
+    ``final`` level, below the geometric mean of the plateau and ``final``
+    (:func:`_toward_final`). The drop is reported at the sharpest fall in
+    ``[u, u + sustain)``: the second ``t`` where the mean of the ``k`` seconds before ``t``
+    minus the mean of the ``k`` seconds from ``t`` is largest (``k`` = a third of
+    ``sustain``, 10 s for 30 s), so a step is reported at its step."""
+    arr = as_series(values)
+    level, where = running_plateau(arr, window)
+    threshold = fraction * np.where(level > 0, level, np.nan)
+    u = sustained_drop(arr, math.inf, sustain, start=window,
+                       window_threshold=_toward_final(threshold, level, final))
+    if u is None:
+        return None
+    t = _sharpest_fall(arr, u, u + sustain, max(1, sustain // 3))
+    return Drop(t, float(level[u]), int(where[u]), float(threshold[u]))
+
+
+def _sharpest_fall(arr: FloatArray, lo: int, hi: int, k: int) -> int:
+    """The ``t`` in ``[lo, hi)`` maximising mean(arr[t-k:t]) - mean(arr[t:t+k]) (missing
+    seconds left out); ``lo`` when no ``t`` has both means."""
+    n = arr.size
+    first, last = max(lo, k), min(hi, n - k + 1)
+    if first >= last:
+        return lo
+    means = _rolling_nanmean(arr, k)  # means[j]: arr[j : j + k]
+    t = np.arange(first, last)
+    fall = means[t - k] - means[t]
+    if np.isnan(fall).all():
+        return lo
+    return int(t[int(np.nanargmax(fall))])
+
+
 def spare_area_cliff(iops: Any) -> Cliff:
-    """The plateau is the highest 60-s mean of the run; the cliff is the first sustained
-    drop below half of it at or after the plateau's start. When there is none, a plateau
-    shorter than a minute is looked for: the highest 3-s mean of the first minute, and a
-    sustained drop below half of it that starts inside the first minute."""
+    """The first sustained drop below half of the plateau so far (the highest 60-s mean
+    that ended before it) toward the run's final level (:func:`plateau_drop`). When there
+    is none, a plateau shorter than a minute is looked for: the highest 3-s mean of the
+    first minute, and a sustained drop below half of it (the second itself below, the 30-s
+    means as above) that starts inside the first minute."""
     arr = as_series(iops)
     if arr.size < PLATEAU_WINDOW_S:
-        return Cliff(None, None, None)
+        return Cliff(None, None, None, note=(
+            f"run too short for the cliff: it needs a {PLATEAU_WINDOW_S}-s plateau and "
+            f"{CLIFF_SUSTAIN_S} s after the drop; the torture lasted {arr.size} s"))
+    final = final_level(arr)
+    drop = plateau_drop(arr, PLATEAU_WINDOW_S, CLIFF_FRACTION, CLIFF_SUSTAIN_S, final)
+    if drop is not None:
+        return Cliff(drop.level, drop.threshold, drop.at, drop.level_start, PLATEAU_WINDOW_S,
+                     final_iops=final)
+    early = _plateau(arr, EARLY_WINDOW_S, ROUND_S - EARLY_WINDOW_S)
+    if early is not None:
+        early_thr = CLIFF_FRACTION * early[0]
+        early_at = sustained_drop(
+            arr, early_thr, CLIFF_SUSTAIN_S, start=early[1],
+            window_threshold=_toward_final(np.float64(early_thr), np.float64(early[0]), final))
+        if early_at is not None and early_at < ROUND_S:
+            return Cliff(early[0], early_thr, early_at, early[1], EARLY_WINDOW_S,
+                         final_iops=final)
     plateau = _plateau(arr, PLATEAU_WINDOW_S, arr.size - PLATEAU_WINDOW_S)
     if plateau is None:
         means = rolling_mean(arr, PLATEAU_WINDOW_S)
-        level = float(np.nanmax(means)) if not np.isnan(means).all() else math.nan
-        return Cliff(_opt(level), None, None)
-    level, start = plateau
-    threshold = CLIFF_FRACTION * level
-    at = sustained_drop(arr, threshold, CLIFF_SUSTAIN_S, start=start)
-    if at is None:
-        early = _plateau(arr, EARLY_WINDOW_S, ROUND_S - EARLY_WINDOW_S)
-        if early is not None:
-            early_at = sustained_drop(arr, CLIFF_FRACTION * early[0], CLIFF_SUSTAIN_S,
-                                      start=early[1])
-            if early_at is not None and early_at < ROUND_S:
-                return Cliff(early[0], CLIFF_FRACTION * early[0], early_at, early[1],
-                             EARLY_WINDOW_S)
-    return Cliff(level, threshold, at, start, PLATEAU_WINDOW_S)
+        best = float(np.nanmax(means)) if not np.isnan(means).all() else math.nan
+        return Cliff(_opt(best), None, None, final_iops=final)
+    return Cliff(plateau[0], CLIFF_FRACTION * plateau[0], None, plateau[1], PLATEAU_WINDOW_S,
+                 final_iops=final)
+
+
+def _toward_final(threshold: Any, level: Any, final: float | None) -> FloatArray:
+    """The window means' threshold of a cliff: the lower of the threshold and the geometric
+    mean of the plateau and the final level, so the drop goes nearer (on a log scale) to the
+    level the run ends at than to the plateau: a fall to an intermediate plateau that the
+    drive later leaves (a write cache's end) is not yet its cliff."""
+    if final is None:
+        return np.asarray(threshold, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        mid = np.sqrt(np.asarray(level, dtype=np.float64) * max(final, 0.0))
+    return np.asarray(np.fmin(threshold, mid), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -357,6 +530,7 @@ def analyse_iops(iops: Any, steady_start_s: float | None = None) -> IopsAnalysis
         whole=series_stats(arr),
         steady=steady,
         stalls=stalls(arr, start, steady.mean),
-        steady_state=snia_steady_state(arr, after_s=cliff.at_s or 0),
+        steady_state=snia_steady_state(arr, after_s=cliff.at_s or 0,
+                                       final_iops=final_level(arr)),
         cliff=cliff,
     )
