@@ -99,6 +99,60 @@ def write_fill_csv(path: Path, span_bytes: int, spec: DriveSpec, seed: int = 0) 
     return t
 
 
+COUNTERS_BEFORE: dict[str, Any] = {
+    "temperature_c": 41, "host_writes_bytes": 1_000 * GIB, "host_reads_bytes": 2_000 * GIB,
+    "nand_writes_bytes": 1_500 * GIB, "power_on_hours": 12, "power_cycles": 3,
+    "unsafe_shutdowns": 1, "media_errors": 0, "percentage_used": 0, "available_spare": 100,
+    "warning_temp_minutes": 0, "critical_temp_minutes": 0, "thermal_throttle_events": 0,
+    "read_at": "2026-11-21T14:53:00Z"}
+
+
+def health(host_written: int, nand_written: int | None, *, throttles: int = 0,
+           tool: str = "nvme smart-log") -> dict[str, Any]:
+    """run.json "health" as the engine writes it (docs/results-format.md): a drive that
+    wrote ``host_written`` bytes for the host and ``nand_written`` to flash (None: the
+    drive does not report NAND writes)."""
+    before = dict(COUNTERS_BEFORE)
+    if nand_written is None:
+        before["nand_writes_bytes"] = None
+    after = dict(before, temperature_c=58, power_on_hours=13, read_at="2026-11-21T15:40:00Z",
+                 host_writes_bytes=before["host_writes_bytes"] + host_written,
+                 host_reads_bytes=before["host_reads_bytes"] + 4096,
+                 thermal_throttle_events=throttles, warning_temp_minutes=2 * throttles,
+                 percentage_used=1)
+    if nand_written is not None:
+        after["nand_writes_bytes"] = before["nand_writes_bytes"] + nand_written
+    delta = {k: after[k] - before[k] if before[k] is not None else None
+             for k in ("host_writes_bytes", "nand_writes_bytes", "thermal_throttle_events",
+                       "media_errors", "warning_temp_minutes", "critical_temp_minutes",
+                       "percentage_used")}
+    delta["write_amplification"] = (round(nand_written / host_written, 3)
+                                     if nand_written is not None and host_written else None)
+    return {"tool": tool, "before": before, "after": after, "delta": delta}
+
+
+ENVIRONMENT = {"io_scheduler": "none", "write_cache": "write back", "apst": "on",
+               "alpm": None, "fio_version": "fio-3.33", "kernel": "6.1.0-27-amd64"}
+
+
+def write_sensors(path: Path, seconds: int, start_c: float = 40.0, rise_c: float = 18.0,
+                  gaps: tuple[int, ...] = ()) -> None:
+    """``sensors-<phase>.csv``: whole seconds from the phase's start, temperature in deg C,
+    an empty cell where a read failed."""
+    lines = ["second,temperature_c"]
+    for i in range(seconds):
+        temp = start_c + rise_c * (1 - np.exp(-i / max(seconds / 4, 1)))
+        lines.append(f"{i}," if i in gaps else f"{i},{round(temp)}")
+    _write(path, "\n".join(lines) + "\n")
+
+
+def _write_smart(run_dir: Path) -> None:
+    for when in ("before", "after"):
+        _write(run_dir / "smart" / f"{when}.json",
+               json.dumps({"critical_warning": 0, "temperature": 314,
+                           "data_units_written": 2048000}))
+
+
 def _stage(name: str, start: str, seconds: float, state: str = "done") -> dict[str, object]:
     return {"name": name, "state": state, "started": start, "finished": start,
             "duration_s": seconds, "error": None, "job": f"jobs/{name}.fio"}
@@ -145,10 +199,7 @@ def write_drive_folder(
              "serial": spec.serial, "firmware": spec.firmware, "size_bytes": spec.size_bytes,
              "logical_block_size": 512, "physical_block_size": 4096, "rotational": False,
              "trim_supported": True}
-    _write(drive_dir / "drive.json", json.dumps(
-        {"schema": 1, "drive": drive,
-         "smart_before": {"power_on_hours": 12, "percentage_used": 0},
-         "smart_after": {"power_on_hours": 15, "percentage_used": 1}}, indent=2))
+    _write(drive_dir / "drive.json", json.dumps({"schema": 1, "drive": drive}, indent=2))
     _write(drive_dir / "log.txt", "2026-11-21T14:53:00Z rc=0 ok 0.010s $ lsblk --json\n")
     for k, run in enumerate(runs):
         run_dir = drive_dir / run
@@ -173,6 +224,9 @@ def write_drive_folder(
                       _stage("torture", "2026-11-21T15:00:00Z", float(iops.size),
                              state if state != "done" else "done")]
             meta = _run_json(spec, run, "consistency", op, params, stages, state)
+            write_sensors(run_dir / "sensors-torture.csv", int(iops.size), gaps=(7,))
+            host = int(iops[np.isfinite(iops)].sum()) * 4096 + span
+            meta["health"] = health(host, int(host * (2.5 if op == 0 else 1.6)))
         else:
             phases = ("clean", "after_torture", "after_trim")
             lines = ["phase,mib_s,seconds,bytes"]
@@ -184,6 +238,8 @@ def write_drive_folder(
                 vals = mean * rng.normal(1.0, 0.05, n)
                 _write(run_dir / f"probe-{phase}.csv", "time_s,mib_s\n" + "".join(
                     f"{i},{v:.3f}\n" for i, v in enumerate(vals)))
+                write_sensors(run_dir / f"sensors-probe-{phase}.csv", n,
+                              start_c=45.0 if phase != "clean" else 38.0, rise_c=6.0)
             _write(run_dir / "probes.csv", "\n".join(lines) + "\n")
             params = {"trim_torture_seconds": 3600, "probe_gib": 8, "op_percent": 0}
             stages = [_stage(s, "2026-11-21T16:00:00Z", 20.0) for s in
@@ -193,6 +249,9 @@ def write_drive_folder(
             meta["trim"] = {"discard_sectors": 2097152, "idle_s": 60, "idle_measured_s": 60.0,
                             "zero_readback": {"checked": 64, "zero": 64}}
             meta["settle"] = {"idle_s": 60, "idle_measured_s": 60.0}
+            meta["health"] = health(3 * 8 * GIB + spec.size_bytes, None, throttles=2)
+        meta["environment"] = ENVIRONMENT
+        _write_smart(run_dir)
         _write(run_dir / "run.json", json.dumps(meta, indent=2))
         _write(run_dir / "jobs" / "torture.fio", "[torture]\nrw=randwrite\nbs=4k\n")
     return drive_dir

@@ -92,7 +92,7 @@ def test_render_drive_writes_charts_html_and_run_json(rendered: dict[str, DriveR
     html = (drive / "report.html").read_text()
     assert "<script>" not in html and "&lt;script&gt;alert(&quot;x&quot;)" in html
     assert "S&amp;1" in html
-    assert html.count("data:image/png;base64,") == 6
+    assert html.count("data:image/png;base64,") == 8  # with the two temperature charts
     # SNIA steady state is searched after the cliff (300 s): the 90K plateau before it is
     # not steady, and the 600-s run ends still settling (docs/analysis.md)
     assert "ineffective" in html and "not reached" in html and "reached at" not in html

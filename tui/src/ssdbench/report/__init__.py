@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ssdbench.report.load import (
+    TRIM_PHASES,
     RunData,
     drive_dirs,
     drive_identity,
@@ -113,6 +114,13 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
             linear_top=ch.steady_linear_top(s["iops"][s["time_s"] >= it.steady_start_s],
                                             workload.iops_top),
             workload=workload, svg=svg)
+        temp = data.sensors.get("torture")
+        if temp is not None and np.isfinite(temp["temperature_c"]).any():
+            # under the full-log chart, on its time axis (the steady charts are its zoom)
+            out.insert(1, ch.temperature_chart(
+                {"torture": (temp["time_s"], temp["temperature_c"])}, title=title,
+                end=float(s["time_s"][-1] + 1), name="temperature-torture",
+                steady_start_s=it.steady_start_s, svg=svg))
         if np.isfinite(s["lat_mean_us"]).any():
             out.append(ch.latency_chart(s["time_s"], s, s["iops"], title=title,
                                         scale=scales.latency, workload=workload, svg=svg))
@@ -128,6 +136,16 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
             {p: (v["time_s"], v["mib_s"]) for p, v in data.probe_series.items()},
             title=title, verdict=run.trim.verdict, recovery=run.trim.recovery,
             workload=workload, svg=svg))
+        temps = {f"probe-{p}": (v["time_s"], v["temperature_c"]) for p in TRIM_PHASES
+                 if (v := data.sensors.get(f"probe-{p}")) is not None
+                 and np.isfinite(v["temperature_c"]).any()}
+        if temps:
+            # under trim-probes' "probes over time", on the same time axis
+            end = max((float(v["time_s"][-1]) + 1 for v in data.probe_series.values()
+                       if v["time_s"].size), default=0.0)
+            end = max(end, *(float(t[-1]) + 1 for t, _ in temps.values()))
+            out.append(ch.temperature_chart(temps, title=title, end=end,
+                                            name="temperature-probes", probes=True, svg=svg))
     return out
 
 

@@ -764,3 +764,67 @@ def compare_trim_chart(rows: Sequence[tuple[str, Mapping[str, float], str]],
                        svg: bool = True) -> Chart | None:
     fig = compare_trim_figure(rows)
     return None if fig is None else _render(fig, "compare-trim", svg)
+
+
+TEMPERATURE_HEIGHT_IN = 3.2
+TEMPERATURE = "#b03a2e"
+
+
+def temperature_figure(series: Mapping[str, tuple[FloatArray, FloatArray]], *, title: str,
+                       end: float, name: str, steady_start_s: float | None = None,
+                       probes: bool = False) -> Figure:
+    """The drive's own temperature (sensors-<phase>.csv, deg C, about once a second) drawn
+    under the chart whose clock it shares: under ``iops-full-log`` (one series, the
+    torture; x from 0 to ``end`` as that chart, the steady window shaded), or under
+    ``trim-probes`` (``probes``: one line per probe phase in the right panel, aligned with
+    "probes over time"; the left panel the peak of each probe, as the bars above it). The
+    plot area has the IOPS charts' fixed margins, so the time axes line up on the page. An
+    empty cell (a failed read) is a gap in the line."""
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = _figure(TEMPERATURE_HEIGHT_IN, ncols=2 if probes else 1, title_lines=2)
+    ax = axes[0, -1]
+    values = np.concatenate([y[np.isfinite(y)] for _, y in series.values()] or [np.empty(0)])
+    lo = float(values.min()) if values.size else 20.0
+    hi = float(values.max()) if values.size else 60.0
+    ax.set_ylim(math.floor((lo - 3) / 10) * 10, math.ceil((hi + 3) / 10) * 10)
+    if steady_start_s is not None and steady_start_s < end:
+        ax.axvspan(steady_start_s, end, color=STEADY_SPAN, zorder=0,
+                   label=f"steady window (t ≥ {steady_start_s:g} s)")
+    for phase, (t, y) in series.items():
+        key = phase.removeprefix("probe-")
+        colour = PHASE_COLOURS.get(key, TEMPERATURE) if probes else TEMPERATURE
+        ax.plot(t + MID, y, color=colour, linewidth=1.4, gid=f"temperature-{key}"
+                if probes else "temperature", marker="o",
+                markersize=4 if np.isfinite(y).sum() < 30 else 0,
+                label=PHASE_LABELS.get(key, key) if probes else "drive temperature")
+    ax.set_xlim(0, end)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("Time (s)", fontsize=12)
+    ax.set_ylabel("°C", fontsize=12)
+    if probes:
+        left = axes[0, 0]
+        phases = [p for p in series if np.isfinite(series[p][1]).any()]
+        peaks = [float(np.nanmax(series[p][1])) for p in phases]
+        keys = [p.removeprefix("probe-") for p in phases]
+        bars = left.bar([PHASE_LABELS.get(k, k) for k in keys], peaks, width=0.6,
+                        color=[PHASE_COLOURS.get(k, TEMPERATURE) for k in keys])
+        left.bar_label(bars, labels=[f"{v:.0f} °C" for v in peaks], fontsize=11, padding=3)
+        left.set_ylim(0, ax.get_ylim()[1] + 10)
+        left.set_ylabel("Peak °C", fontsize=12)
+        _panel_label(left, "peak per probe", fontsize=13)
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        label = _panel_label(ax, "temperature over time", fontsize=13)
+        _legend_above(ax, reserve_px=label.get_window_extent(renderer).width + 20)
+        what = "during each probe"
+    else:
+        _legend_above(ax)
+        what = "during the torture"
+    _suptitle(fig, f"{title}\nDrive temperature {what} (the drive's own sensor, °C, about "
+                   "once a second; the same time axis as the chart above)")
+    return fig
+
+
+def temperature_chart(series: Mapping[str, tuple[FloatArray, FloatArray]], *,
+                      svg: bool = True, **kwargs: Any) -> Chart:
+    return _render(temperature_figure(series, **kwargs), kwargs["name"], svg)

@@ -238,6 +238,98 @@ def reconciliation_html(meta: dict[str, Any]) -> str:
          "within", "seconds without a value"], rows))
 
 
+# run.json "health" counters: (key, name, how a value reads)
+COUNTER_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("temperature_c", "Temperature", "°C"), ("host_writes_bytes", "Host writes", "bytes"),
+    ("host_reads_bytes", "Host reads", "bytes"), ("nand_writes_bytes", "NAND writes", "bytes"),
+    ("power_on_hours", "Power-on time", "h"), ("power_cycles", "Power cycles", ""),
+    ("unsafe_shutdowns", "Unsafe shutdowns", ""), ("media_errors", "Media errors", ""),
+    ("percentage_used", "Percentage used", "%"), ("available_spare", "Available spare", "%"),
+    ("warning_temp_minutes", "Time above the warning temperature", "min"),
+    ("critical_temp_minutes", "Time above the critical temperature", "min"),
+    ("thermal_throttle_events", "Thermal throttle events", ""),
+)
+WA_LABEL = "Write amplification (NAND ÷ host writes)"
+NOT_REPORTED = "not reported"
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any) -> int | float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _counter_text(value: int | float, unit: str, sign: bool = False) -> str:
+    plus = "+" if sign and value > 0 else ""
+    if unit == "bytes":
+        return plus + bytes_both(int(value))
+    text = f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+    if unit == "%":
+        return f"{plus}{text}%"
+    return f"{plus}{text} {unit}".rstrip()
+
+
+def health_html(meta: Mapping[str, Any], rel: str) -> str:
+    """run.json "health": the drive's own counters before and after the run, their change,
+    and the write amplification when the drive reports NAND writes."""
+    head = "<h3>" + esc("Drive's own counters") + "</h3>"
+    h = meta.get("health")
+    if not isinstance(h, dict):
+        return head + ("<p>not recorded by this run (ssdbench before 2026-11 did not read "
+                       "the drive's counters)</p>")
+    out = head
+    if h.get("unavailable"):
+        out += f"<p>The drive's counters could not be read: {esc(h['unavailable'])}</p>"
+    before, after, delta = (_mapping(h.get(k)) for k in ("before", "after", "delta"))
+    if not before and not after:
+        return out
+    rows: list[list[Any]] = []
+    for key, name, unit in COUNTER_ROWS:
+        b, a = _count(before.get(key)), _count(after.get(key))
+        change = _count(delta.get(key)) if key in delta else (
+            a - b if a is not None and b is not None else None)
+        rows.append([name, *(NOT_REPORTED if v is None else _counter_text(v, unit)
+                             for v in (b, a)),
+                     NOT_REPORTED if change is None else _counter_text(change, unit, True)])
+        if key == "nand_writes_bytes":
+            wa = _count(delta.get("write_amplification"))
+            if wa is not None:
+                why = f"{wa:.2f}"
+            elif _count(delta.get("nand_writes_bytes")) is None:
+                why = "not known (the drive reports no NAND writes)"
+            else:
+                why = "not known (no host writes counted)"
+            rows.append([WA_LABEL, "", "", why])
+    rows.append(["Read at", before.get("read_at") or "", after.get("read_at") or "", ""])
+    out += table(["Counter", "Before", "After", "Change"],
+                 [[Markup(esc(c)) for c in r] for r in rows])
+    raw = " · ".join(f"<a href=\"{href(rel + f'smart/{w}.json')}\">smart/{w}.json</a>"
+                     for w in ("before", "after"))
+    out += (f"<p class=\"small\">Read with <code>{esc(h.get('tool') or '?')}</code> just "
+            f"before the run's first stage and just after its last; raw output: {raw}</p>")
+    return out
+
+
+ENVIRONMENT_ROWS = (("io_scheduler", "I/O scheduler"), ("write_cache", "Write cache"),
+                    ("apst", "NVMe APST (autonomous power states)"),
+                    ("alpm", "SATA ALPM (link power management)"),
+                    ("fio_version", "fio"), ("kernel", "Kernel"))
+
+
+def environment_html(meta: Mapping[str, Any]) -> str:
+    """run.json "environment": what the host set that changes results."""
+    env = meta.get("environment")
+    if not isinstance(env, dict):
+        return ""
+    return "<h3>Environment</h3>" + kv_table(
+        [(name, Markup(esc(env.get(key)) if env.get(key) is not None else NOT_REPORTED))
+         for key, name in ENVIRONMENT_ROWS])
+
+
 def _dict_rows(d: Any) -> list[tuple[str, Any]]:
     """Recorded values as they are (a probe_gib of 0.03 is not rounded to 0.0)."""
     if not isinstance(d, dict):
@@ -257,6 +349,7 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
     out += kv_table([("started", meta.get("started")), ("finished", meta.get("finished")),
                      ("target", target_text(meta.get("target")))])
     out += _stats_rows(run) + _fill_html(run) + _trim_html(run, meta)
+    out += health_html(meta, rel) + environment_html(meta)
     out += reconciliation_html(meta)
     for chart in charts:
         out += img(chart, rel, f"{run.run}: {chart.name}")
@@ -309,18 +402,25 @@ def target_text(target: Any) -> str:
     return ", ".join(parts)
 
 
-def capacity_text(n: Any) -> str:
+def bytes_both(n: int) -> str:
     """Bytes in decimal units (as drive labels) and binary units (as the kernel and fio):
-    ``244.2 MB (232.9 MiB)``."""
-    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-        return "unknown"
-    decimal = f"{n} B"
+    ``244.2 MB (232.9 MiB)``; under 1 kB just bytes."""
+    if abs(n) < 1000:
+        return f"{n} B"
+    decimal = ""
     for unit, div in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
-        if n >= div:
+        if abs(n) >= div:
             decimal = f"{n / div:.1f} {unit}"
             break
-    binary = f"{n / 2**40:.4g} TiB" if n >= 2**40 else bytes_text(n)
+    binary = f"{n / 2**40:.4g} TiB" if abs(n) >= 2**40 else bytes_text(n)
     return f"{decimal} ({binary})"
+
+
+def capacity_text(n: Any) -> str:
+    """A drive's capacity in both units; ``unknown`` when no tool gave a sane size."""
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        return "unknown"
+    return bytes_both(n)
 
 
 ATA_TRANSPORTS = ("sata", "ata", "usb")

@@ -24,6 +24,7 @@ IOPS_COLUMNS = ("time_s", "iops", "mib_s", "lat_mean_us", "lat_p99_us", "lat_p99
 FILL_COLUMNS = ("time_s", "mib_s", "gib_written")
 PROBE_COLUMNS = ("time_s", "mib_s")
 PROBES_COLUMNS = ("phase", "mib_s", "seconds", "bytes")
+SENSORS_COLUMNS = ("second", "temperature_c")
 TRIM_PHASES = ("clean", "after_torture", "after_trim")
 RUN_ORDER = ("consistency-default", "consistency-op25", "trim", "diagnose")
 MAX_SECONDS = 10 * 24 * 3600  # a time_s beyond 10 days is a damaged file, not a long run
@@ -36,9 +37,11 @@ class ResultsFileError(ValueError):
 def read_columns(path: Path, required: tuple[str, ...]) -> dict[str, FloatArray]:
     """Numeric columns of a CSV by name (an empty field is NaN).
 
-    Rows are placed by ``time_s`` (one per second, 0-based): a missing second is NaN in
-    every column, a repeated second keeps its last row.
+    Rows are placed by the first required column, whole seconds (``time_s``; ``second`` in
+    sensors-<phase>.csv), 0-based: a missing second is NaN in every column, a repeated
+    second keeps its last row. The result's ``time_s`` is ``0 … N-1``.
     """
+    clock = required[0]
     try:
         with open(path, newline="", encoding="utf-8") as f:
             rows = list(csv.reader(f))
@@ -63,8 +66,8 @@ def read_columns(path: Path, required: tuple[str, ...]) -> dict[str, FloatArray]
             raise ResultsFileError(f"{path.name} line {lineno}: {exc}") from exc
         t = parsed[0]
         if math.isnan(t) or t < 0 or t > MAX_SECONDS or t != int(t):
-            bad = row[index["time_s"]]
-            raise ResultsFileError(f"{path.name} line {lineno}: bad time_s {bad!r}")
+            bad = row[index[clock]]
+            raise ResultsFileError(f"{path.name} line {lineno}: bad {clock} {bad!r}")
         times.append(int(t))
         values.append(parsed)
     n = max(times) + 1 if times else 0
@@ -74,7 +77,7 @@ def read_columns(path: Path, required: tuple[str, ...]) -> dict[str, FloatArray]
         idx = np.asarray(times)
         for j, c in enumerate(required):
             out[c][idx] = arr[:, j]
-    out["time_s"] = np.arange(n, dtype=np.float64)
+    out[clock] = out["time_s"] = np.arange(n, dtype=np.float64)
     return out
 
 
@@ -147,6 +150,8 @@ class RunData:
     readscan: dict[str, FloatArray] | None
     problems: tuple[str, ...] = field(default=())
     unreadable: tuple[str, ...] = field(default=())  # files there but not readable
+    # sensors-<phase>.csv by phase ("torture", "probe-clean", …): the drive's temperature
+    sensors: dict[str, dict[str, FloatArray]] = field(default_factory=dict)
 
 
     @property
@@ -241,8 +246,13 @@ def load_run(run_dir: Path, *, rebuild: bool = True) -> RunData:
                 vals = series["mib_s"][~np.isnan(series["mib_s"])]
                 if vals.size:
                     probes[phase] = Probe(phase, float(vals.mean()), float(vals.size), None)
+    sensors: dict[str, dict[str, FloatArray]] = {}
+    for path in sorted(run_dir.glob("sensors-*.csv")):
+        series = columns(path.name, SENSORS_COLUMNS)
+        if series is not None:
+            sensors[path.stem.removeprefix("sensors-")] = series
     return RunData(run_dir, run_dir.name, meta, iops, fill, probes, probe_series, readscan,
-                   tuple(problems), tuple(unreadable))
+                   tuple(problems), tuple(unreadable), sensors)
 
 
 def is_run_dir(path: Path) -> bool:
