@@ -17,6 +17,7 @@ from ssdbench.report import charts as ch
 from ssdbench.report import render_drive
 from ssdbench.report.load import load_run
 from tests.unit.report.synthetic import GIB, DriveSpec, write_drive_folder, write_sensors
+from tests.unit.report.test_charts import assert_legends_clear, assert_no_series_clipped
 
 
 def _counters(page: str, run: str) -> dict[str, list[str]]:
@@ -131,6 +132,9 @@ def test_temperature_charts_under_the_iops_and_probe_charts(
     line = next(ln for ln in ax.get_lines() if ln.get_gid() == "temperature")
     y = np.asarray(line.get_ydata(), float)
     assert np.isnan(y[7]) and np.nanmax(y) <= ax.get_ylim()[1]
+    for _, fig in temperature_figures:  # the chart rules of docs/analysis.md hold
+        assert assert_legends_clear(fig) >= 1
+        assert_no_series_clipped(fig)
     # the plot area lines up with the IOPS chart's above it
     iops_fig, _ = ch._figure()
     assert torture.axes[-1].get_position().x0 == pytest.approx(iops_fig.axes[0].get_position().x0)

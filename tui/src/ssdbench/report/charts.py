@@ -799,7 +799,8 @@ def temperature_figure(series: Mapping[str, tuple[FloatArray, FloatArray]], *, t
                 markersize=4 if np.isfinite(y).sum() < 30 else 0,
                 label=PHASE_LABELS.get(key, key) if probes else "drive temperature")
     ax.set_xlim(0, end)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if probes:  # the ticks of the chart above: whole seconds under the probes panel
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("Time (s)", fontsize=12)
     ax.set_ylabel("°C", fontsize=12)
     if probes:
@@ -820,8 +821,7 @@ def temperature_figure(series: Mapping[str, tuple[FloatArray, FloatArray]], *, t
     else:
         _legend_above(ax)
         what = "during the torture"
-    _suptitle(fig, f"{title}\nDrive temperature {what} (the drive's own sensor, °C, about "
-                   "once a second; the same time axis as the chart above)")
+    _suptitle(fig, f"{title}\nDrive temperature {what} (its own sensor, °C)")
     return fig
 
 
