@@ -218,3 +218,33 @@ def test_create_ns_transcript_is_loaded_verbatim() -> None:
     assert text.startswith("$ sudo nvme create-ns /dev/nvme0 --nsze=6104741")
     assert "create-ns: Success, created nsid:1" in text
     assert "attach-ns: Success, nsid:1" in text
+
+
+def test_list_wrapped_positive_size_is_checked_against_maximum_lba() -> None:
+    # early nvme-cli 2.x wraps 64-bit values to 32 bits: the real FireCuda 4 TB size
+    # (4000787030016) printed unsigned is 2172477440, positive and below 1 EiB, so the
+    # sanity check alone passed it; MaximumLBA x SectorSize (7814037168 x 512) disagrees
+    obj = json.loads(fixture_text("nvme/nvme-list-json_v1x-simple_seagate-firecuda530-x2.json"))
+    obj["Devices"][0]["PhysicalSize"] = 4000787030016 % 2**32
+    e = parse_nvme_list_json(json.dumps(obj))[0]
+    assert e.size_bytes is None and e.maximum_lba is None
+    assert "2172477440" in e.size_problem and "MaximumLBA" in e.size_problem
+    # the second drive, printed right, is untouched
+    assert parse_nvme_list_json(json.dumps(obj))[1].size_bytes == 4000787030016
+
+
+def test_id_ctrl_without_oncs_leaves_trim_unknown_not_no() -> None:
+    # a capture cut before the oncs line: Dataset Management (TRIM) is not known, so the
+    # drive is not reported as without TRIM (discovery then follows the kernel's discard)
+    text = fixture_text("nvme/nvme-id-ctrl_skhynix-PC401-256G_nvmecli1x.txt")
+    cut = "\n".join(line for line in text.splitlines() if not line.startswith("oncs"))
+    c = parse_id_ctrl_text(cut)
+    assert "oncs" in c.missing
+    assert c.dsm_supported is None and c.write_zeroes_supported is None
+    assert c.decoded()["dsm"] is None
+    full = parse_id_ctrl_text(text)
+    assert full.dsm_supported is True and full.decoded()["dsm"] is True
+    obj = json.loads(json.dumps({"sn": "S", "mn": "M", "fr": "F", "oacs": 0}))
+    assert parse_id_ctrl_json(json.dumps(obj)).dsm_supported is None
+    obj["oncs"] = 0
+    assert parse_id_ctrl_json(json.dumps(obj)).dsm_supported is False

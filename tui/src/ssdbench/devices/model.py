@@ -237,13 +237,13 @@ class NvmeController:
 
     # ONCS
     @property
-    def dsm_supported(self) -> bool:
-        """ONCS bit 2: Dataset Management (deallocate = TRIM)."""
-        return bool(self.oncs & (1 << 2))
+    def dsm_supported(self) -> bool | None:
+        """ONCS bit 2: Dataset Management (deallocate = TRIM); None: no oncs was read."""
+        return None if "oncs" in self.missing else bool(self.oncs & (1 << 2))
 
     @property
-    def write_zeroes_supported(self) -> bool:
-        return bool(self.oncs & (1 << 3))
+    def write_zeroes_supported(self) -> bool | None:
+        return None if "oncs" in self.missing else bool(self.oncs & (1 << 3))
 
     def decoded(self) -> dict[str, Any]:
         return {

@@ -14,12 +14,15 @@ Layouts handled (nvme-cli 1.x .. 2.15):
   multi-TB drive gets PhysicalSize and UsedBytes of -2147483648 and a wrapped MaximumLBA
   (negative, or positive and wrong). So a
   negative or absurd PhysicalSize makes every size of that namespace unknown (None, with
-  ``size_problem`` saying why); only a *missing* PhysicalSize is recomputed from
+  ``size_problem`` saying why), and so does a positive PhysicalSize that is not
+  ``MaximumLBA x SectorSize`` (a wrapped value can be positive and plausible: a 4 TB
+  drive's prints as 2172477440 unsigned); only a *missing* PhysicalSize is recomputed from
   ``MaximumLBA x SectorSize``. Discovery takes the size from sysfs, then id-ns.
 * plain id-ctrl with lines missing (a truncated capture, an older nvme-cli): what is there
   is parsed; an absent ``mn``/``fr`` is "", an absent number 0 (so an absent ``oacs`` means
   no format support: nothing is erased on a guess), and ``NvmeController.missing`` names
-  them. Only text with neither an ``sn`` nor an ``mn`` line is refused.
+  them; an absent ``oncs`` makes Dataset Management (TRIM) and Write Zeroes unknown (None),
+  not "no". Only text with neither an ``sn`` nor an ``mn`` line is refused.
 """
 
 from __future__ import annotations
@@ -272,6 +275,13 @@ def parse_nvme_list_json(text: str) -> list[NvmeListEntry]:
         elif max_lba is not None and (max_lba <= 0 or sane_size(max_lba * (sector or 1)) is None):
             problem = f"nvme list printed MaximumLBA {max_lba}: not a block count; not used"
             max_lba = None
+        elif size is not None and max_lba is not None and sector and size != max_lba * sector:
+            # wrapped but positive (a 500 GB drive's size fits in 31 bits after wrapping);
+            # which of the two wrapped cannot be told: both stay unknown
+            problem = (f"nvme list printed PhysicalSize {size} but MaximumLBA {max_lba} x "
+                       f"SectorSize {sector} = {max_lba * sector} (early nvme-cli 2.x wraps "
+                       "64-bit values in JSON); neither used")
+            size = max_lba = used = None
         if size is None and not problem:
             recomputed = True
             size = sane_size(max_lba * sector) if max_lba is not None and sector else None
