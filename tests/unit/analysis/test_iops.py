@@ -16,6 +16,7 @@ from ssdbench.analysis import (
     snia_steady_state,
     spare_area_cliff,
     stalls,
+    steady_window_start,
     sustained_drop,
 )
 
@@ -248,3 +249,20 @@ def test_to_dict_is_json_serialisable():
     d = analyse_iops(iops).to_dict()
     text = json.dumps(d)
     assert json.loads(text)["cliff"]["at_s"] == 300
+
+
+def test_steady_window_start_of_a_trim_run_is_70_percent_of_its_torture():
+    # run.json records params.steady_start_s from torture_seconds (1400 of the 2000-s
+    # consistency torture); the TRIM run's 3600-s torture took it too: its window started
+    # at 1400, not at 70% (2520) as docs/analysis.md says
+    params = {"torture_seconds": 2000, "trim_torture_seconds": 3600, "steady_start_s": 1400}
+    assert steady_window_start(params, "trim", 3600) == 2520
+    assert steady_window_start(params, "consistency", 2000) == 1400
+    # a consistency run: the recorded start when it lies inside the run, else the default
+    assert steady_window_start({"torture_seconds": 600, "steady_start_s": 100},
+                               "consistency", 600) == 100
+    assert steady_window_start({"torture_seconds": 600, "steady_start_s": 900},
+                               "consistency", 600) == 420
+    # nothing recorded: the rows of iops.csv
+    assert steady_window_start({}, "consistency", 1000) == 700
+    assert steady_window_start({}, "trim", 2000) == 1400

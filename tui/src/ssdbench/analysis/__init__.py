@@ -25,6 +25,7 @@ from ssdbench.analysis.iops import (
     snia_steady_state,
     spare_area_cliff,
     stalls,
+    steady_window_start,
     sustained_drop,
 )
 from ssdbench.analysis.latency import LatencySummary, latency_summary
@@ -53,6 +54,7 @@ __all__ = [
     "snia_steady_state",
     "spare_area_cliff",
     "stalls",
+    "steady_window_start",
     "sustained_drop",
     "trim_verdict",
 ]

@@ -12,6 +12,7 @@ A series is indexed by second: element ``i`` is the IOPS of the interval ``[i, i
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -52,6 +53,31 @@ def default_steady_start(duration_s: float) -> float:
     if duration_s == REVIEW_DURATION_S:
         return float(REVIEW_STEADY_START_S)
     return STEADY_FRACTION * float(duration_s)
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return None if math.isnan(value) else float(value)
+
+
+def steady_window_start(params: Mapping[str, Any], kind: str, rows: int) -> float:
+    """The steady window's start of a run from its run.json ``params``.
+
+    The planned torture is ``torture_seconds`` (a TRIM run: ``trim_torture_seconds``), else
+    the ``rows`` of iops.csv. ``params.steady_start_s`` is recorded from ``torture_seconds``
+    (the consistency torture), so it is used for a consistency run when it lies in
+    ``[0, planned)``; a TRIM run's torture, and any other case, gets
+    :func:`default_steady_start` of the planned duration (3600 s -> 2520 s).
+    """
+    planned = _num(params.get("torture_seconds"))
+    if kind == "trim":
+        planned = _num(params.get("trim_torture_seconds")) or planned
+    planned_s = int(planned) if planned and planned > 0 else rows
+    given = _num(params.get("steady_start_s"))
+    if kind != "trim" and given is not None and 0 <= given < planned_s:
+        return given
+    return default_steady_start(planned_s)
 
 
 def _opt(value: float) -> float | None:

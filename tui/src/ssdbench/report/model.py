@@ -14,9 +14,9 @@ from ssdbench.analysis import (
     LatencySummary,
     TrimVerdict,
     analyse_iops,
-    default_steady_start,
     fill_stats,
     latency_summary,
+    steady_window_start,
     trim_verdict,
 )
 from ssdbench.report.load import TRIM_PHASES, RunData
@@ -76,19 +76,11 @@ def _float(value: Any) -> float | None:
 
 
 def steady_start_for(meta: dict[str, Any], duration_s: int) -> float:
-    """The steady window start: run.json params ``steady_start_s`` when it lies inside the
-    run, else :func:`default_steady_start` of the planned duration (``torture_seconds``,
-    or the rows of iops.csv)."""
+    """The steady window start of a run (:func:`ssdbench.analysis.steady_window_start` of
+    run.json ``params`` and ``kind``; ``duration_s``: the rows of iops.csv)."""
     params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
     assert isinstance(params, dict)
-    planned = _float(params.get("torture_seconds"))
-    if meta.get("kind") == "trim":
-        planned = _float(params.get("trim_torture_seconds")) or planned
-    planned_s = int(planned) if planned and planned > 0 else duration_s
-    given = _float(params.get("steady_start_s"))
-    if given is not None and 0 <= given < planned_s:
-        return given
-    return default_steady_start(planned_s)
+    return steady_window_start(params, str(meta.get("kind") or ""), duration_s)
 
 
 def analyse(data: RunData) -> RunAnalysis:
