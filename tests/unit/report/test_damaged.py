@@ -105,3 +105,25 @@ def test_render_drive_keeps_a_damaged_run_visible(tmp_path: Path):
     assert run.state == "damaged" and not run.complete
     assert run.unreadable == ("run.json",)
     assert run.to_dict()["unreadable"] == ["run.json"]
+
+
+def test_a_run_too_short_for_the_checks_says_so(tmp_path: Path):
+    """#24 item 4, report side: the analysis' ``note`` replaces "not found" / "not reached"
+    (a 30-s torture, a fill of a few seconds)."""
+    from ssdbench.report import analyse_run
+
+    root = tmp_path / "ssdbench"
+    drive = write_drive_folder(root, DriveSpec(size_bytes=1000**3), duration=30,
+                               runs=("consistency-default",))
+    a = analyse_run(drive / "consistency-default")
+    assert a.iops is not None and a.fill is not None
+    notes = [a.iops.steady_state.note, a.iops.cliff.note, a.fill.note]
+    assert all(notes), notes
+    render_drive(drive, svg=False)
+    page = (drive / "report.html").read_text()
+    import html as h
+
+    for note in notes:
+        assert h.escape(str(note)) in page
+    stats = page[page.index("Stalls, steady state, cliff"):page.index("Drive&#x27;s own")]
+    assert "not found" not in stats and "not reached (searched" not in stats

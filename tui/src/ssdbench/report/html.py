@@ -133,6 +133,14 @@ def mib_mb(mib_s: float | None) -> Markup:
     return Markup(f"{mib_s:,.1f} MiB/s · {mib_s * MB_PER_MIB:,.1f} MB/s")
 
 
+def _note(result: Any) -> str | None:
+    """The analysis' ``note`` (why a check could not be made, e.g. a run too short for
+    it), shown instead of "not found" / "not reached"; None when there is none (an
+    analysis without the field too)."""
+    note = getattr(result, "note", None)
+    return note if isinstance(note, str) and note.strip() else None
+
+
 def _stats_rows(run: RunAnalysis) -> str:
     it = run.iops
     if it is None:
@@ -159,11 +167,12 @@ def _stats_rows(run: RunAnalysis) -> str:
         ("SNIA PTS steady state (5 × 60 s rounds, searched after the cliff)", Markup(
             f"reached at {ss.at_s} s (rounds {ss.first_round}–{(ss.first_round or 0) + 4}, "
             f"mean {ss.window_mean:,.0f} IOPS)" if ss.reached and ss.window_mean is not None
-            else f"not reached (searched from {ss.search_from_s} s)")),
+            else esc(_note(ss) or f"not reached (searched from {ss.search_from_s} s)"))),
         ("spare-area cliff (sustained < 50% of the plateau)", Markup(
             f"{c.at_s} s (plateau {c.reference_iops:,.0f} IOPS, best {c.reference_window_s} s "
             f"from t = {c.reference_start_s} s)"
-            if c.at_s is not None and c.reference_iops is not None else "not found")),
+            if c.at_s is not None and c.reference_iops is not None
+            else esc(_note(c) or "not found"))),
         ("missing seconds (no value)", it.missing_seconds),
     ])
     lat_rows = []
@@ -182,7 +191,7 @@ def _fill_html(run: RunAnalysis) -> str:
     f = run.fill
     if f is None:
         return ""
-    cliff = ("not found" if f.cliff_at_s is None else
+    cliff = ((_note(f) or "not found") if f.cliff_at_s is None else
              f"{f.cliff_at_s} s, after {f.cliff_gib:,.2f} GiB "
              f"({num(f.before_cliff_mib_s)} → {num(f.after_cliff_mib_s)} MiB/s)")
     return "<h3>Sequential fill</h3>" + kv_table([
