@@ -20,7 +20,9 @@ def register(subparsers: Any) -> None:
             "Recompute summary.csv, the charts (PNG and SVG), each drive's report.html and "
             "index.html from the CSV files and fio logs in DIR. DIR is the ssdbench/ "
             "results folder, a folder holding it (e.g. the SSDRESULTS stick), or one "
-            "drive folder. Prints the path of the report."
+            "drive folder. Prints the path of the report. Exit status 1 when a run's file "
+            "is there but cannot be read (a damaged run; the pages still say which), 2 when "
+            "DIR holds no results."
         ),
     )
     parser.add_argument("dir", metavar="DIR", type=Path, help="results or drive folder")

@@ -583,7 +583,7 @@ def overview_table(rows: Sequence[Mapping[str, str]]) -> str:
         return Markup(f"<a href=\"{link}\">{esc(name)}</a>")
 
     return table(OVERVIEW_HEADERS, [
-        [drive(r), _run_cell(r), Markup(esc(_steady_cell(r))),
+        [drive(r), _run_cell(r), Markup(f"<span class=\"nowrap\">{esc(_steady_cell(r))}</span>"),
          Markup(esc(_whole(r["zero_iops_seconds"], " s"))),
          Markup(esc(_whole(r["longest_stall_s"], " s"))), _trim_cell(r),
          Markup(esc(_erase_cell(r)))] for r in rows])
