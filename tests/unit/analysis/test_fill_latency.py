@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ssdbench.analysis import fill_stats, latency_summary
+from ssdbench.analysis.latency import LatencyHistogram, pooled_percentiles
+from ssdbench.fio.logs import hist_counts, load_hist_log
+
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def _fill(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -70,3 +75,57 @@ def test_latency_summary_without_values():
     assert lat.seconds == 0 and lat.mean_us is None and lat.max_us is None
     with pytest.raises(ValueError):
         latency_summary(np.zeros(3), np.zeros(2), np.zeros(3), n, n)
+
+
+def test_latency_percentiles_of_a_window_are_pooled_from_the_summed_histograms():
+    # second 0: 1000 I/Os at ~100 µs; second 1: 10 I/Os at ~10 ms. The median of the
+    # per-second p99s is 5,050 µs, a latency no I/O had; pooled, 99% of the 1,010 I/Os
+    # took ~100 µs, and the p99.99 is the slow second's
+    bin_us = np.array([100.0, 10_000.0])
+    hist = LatencyHistogram(np.array([0, 1]), np.array([0, 1]), np.array([1000.0, 10.0]),
+                            bin_us)
+    iops = np.array([1000.0, 10.0])
+    nan = np.full(2, math.nan)
+    lat = latency_summary(iops, nan, np.array([100.0, 10_000.0]), nan, nan, hist=hist)
+    assert lat.p99_median_us == 5050  # kept: what report.html read until 2026-11-25
+    assert lat.p99_pooled_us == 100 and lat.p9999_pooled_us == 10_000
+    # the steady window from second 1: only the slow second
+    steady = latency_summary(iops[1:], nan[1:], nan[1:], nan[1:], nan[1:], hist=hist,
+                             hist_from_s=1)
+    assert steady.p99_pooled_us == 10_000
+    # without a histogram log: no pooled values, not zeros
+    assert latency_summary(iops, nan, nan, nan, nan).p99_pooled_us is None
+
+
+def test_pooled_percentiles_on_a_real_fio_histogram_log():
+    # the real 3-s torture's clat histogram log: the pooled p99 is the bin where the
+    # summed counts of its rows reach 99%, computed here from the dense table
+    path = DATA / "fio" / "torture-3s" / "fio" / "torture_clat_hist.1.log"
+    log = load_hist_log(path)
+    seconds, bins, counts, mid_us = hist_counts(log, 1, 3)
+    hist = LatencyHistogram(seconds, bins, counts, mid_us)
+    dense = np.loadtxt(path, delimiter=",")
+    rows = dense[(dense[:, 1] == 1)][:, 3:]
+    summed = rows[: len(np.unique(seconds))].sum(axis=0)
+    cum = np.cumsum(summed)
+    want = mid_us[np.searchsorted(cum, 0.99 * cum[-1] - 1e-9)]
+    assert pooled_percentiles(hist, (99.0,)) == (want,)
+    assert hist.total() == summed.sum() > 0
+
+
+def test_the_report_pools_the_torture_histogram_log(tmp_path: Path):
+    # a run folder holding the real 3-s torture's fio logs: the whole-run latency carries
+    # the p99 pooled from its histogram log (the report reads it from run.json "analysis")
+    import shutil
+
+    from ssdbench.report import analyse_run
+
+    run_dir = tmp_path / "consistency-default"
+    shutil.copytree(DATA / "fio" / "torture-3s" / "fio", run_dir / "fio")
+    (run_dir / "run.json").write_text('{"kind": "consistency", "state": "done"}')
+    a = analyse_run(run_dir)
+    assert a.latency is not None and a.iops is not None
+    log = load_hist_log(run_dir / "fio" / "torture_clat_hist.1.log")
+    hist = LatencyHistogram(*hist_counts(log, 1, a.iops.duration_s))
+    assert a.latency.p99_pooled_us == pooled_percentiles(hist, (99.0,))[0] is not None
+    assert a.to_dict()["latency"]["p99_pooled_us"] == a.latency.p99_pooled_us

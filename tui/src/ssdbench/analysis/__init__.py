@@ -28,7 +28,12 @@ from ssdbench.analysis.iops import (
     steady_window_start,
     sustained_drop,
 )
-from ssdbench.analysis.latency import LatencySummary, latency_summary
+from ssdbench.analysis.latency import (
+    LatencyHistogram,
+    LatencySummary,
+    latency_summary,
+    pooled_percentiles,
+)
 from ssdbench.analysis.trim import VERDICTS, TrimVerdict, trim_verdict
 
 __all__ = [
@@ -36,6 +41,7 @@ __all__ = [
     "Cliff",
     "FillStats",
     "IopsAnalysis",
+    "LatencyHistogram",
     "LatencySummary",
     "SeriesStats",
     "SniaWindow",
@@ -48,6 +54,7 @@ __all__ = [
     "final_level",
     "latency_summary",
     "minute_rounds",
+    "pooled_percentiles",
     "rolling_mean",
     "running_plateau",
     "series_stats",

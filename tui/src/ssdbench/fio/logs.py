@@ -254,6 +254,33 @@ def hist_percentiles(log: SparseLog, ddir: int, n: int,
     nbins = log.ncols - 3
     if log.nrows == 0 or nbins < 1:
         return pct, mx
+    seconds, slots, bins, values = _hist_slots(log, ddir, n)
+    lower, upper = bin_edges_ns(nbins)
+    mid_us = (lower + upper) / 2.0 / 1000.0
+    m = seconds.size
+    per_row = np.bincount(slots, minlength=m)
+    end = np.cumsum(per_row)
+    begin = end - per_row
+    has = end > begin
+    running = np.cumsum(values)
+    running0 = np.concatenate(([0.0], running))  # running0[k]: the sum before entry k
+    before = running0[begin]
+    total = running0[end] - before
+    out = np.full((m, len(percentiles)), np.nan)
+    for j, p in enumerate(percentiles):
+        idx = np.searchsorted(running, before + total * (p / 100.0) - EPSILON)
+        idx = np.clip(idx, begin, np.maximum(end - 1, begin))
+        out[has, j] = mid_us[bins[idx[has]]]
+    top = np.full(m, np.nan)
+    top[has] = mid_us[bins[end[has] - 1]]
+    pct[seconds], mx[seconds] = out, top
+    return pct, mx
+
+
+def _hist_slots(log: SparseLog, ddir: int, n: int) -> tuple[I64, I64, I64, F64]:
+    """The rows of direction ``ddir`` in the first ``n`` seconds, one per second (the first
+    of a second wins): (the second of each slot, and per non-zero count: its slot, bin and
+    value, in slot then bin order)."""
     head = log.cols < 3
     time_ms, direction = np.zeros(log.nrows), np.zeros(log.nrows)
     for out, col in ((time_ms, 0), (direction, 1)):
@@ -275,26 +302,20 @@ def hist_percentiles(log: SparseLog, ddir: int, n: int,
         order = np.argsort(slots, kind="stable")  # bins stay in order within a row
         slots, bins = slots[order], (log.cols[counted] - 3)[order]
         values = log.values[counted][order]
+    return seconds, slots, bins, values
+
+
+def hist_counts(log: SparseLog, ddir: int, n: int) -> tuple[I64, I64, F64, F64]:
+    """The non-zero counts of a histogram log's direction ``ddir`` in its first ``n``
+    seconds (the first row of a second wins, as in :func:`hist_percentiles`): (second, bin,
+    count) per entry, and each bin's midpoint in µs (the latency fio reports for it)."""
+    nbins = log.ncols - 3
+    if log.nrows == 0 or nbins < 1:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, np.empty(0), np.empty(0)
+    seconds, slots, bins, values = _hist_slots(log, ddir, n)
     lower, upper = bin_edges_ns(nbins)
-    mid_us = (lower + upper) / 2.0 / 1000.0
-    m = chosen.size
-    per_row = np.bincount(slots, minlength=m)
-    end = np.cumsum(per_row)
-    begin = end - per_row
-    has = end > begin
-    running = np.cumsum(values)
-    running0 = np.concatenate(([0.0], running))  # running0[k]: the sum before entry k
-    before = running0[begin]
-    total = running0[end] - before
-    out = np.full((m, len(percentiles)), np.nan)
-    for j, p in enumerate(percentiles):
-        idx = np.searchsorted(running, before + total * (p / 100.0) - EPSILON)
-        idx = np.clip(idx, begin, np.maximum(end - 1, begin))
-        out[has, j] = mid_us[bins[idx[has]]]
-    top = np.full(m, np.nan)
-    top[has] = mid_us[bins[end[has] - 1]]
-    pct[seconds], mx[seconds] = out, top
-    return pct, mx
+    return seconds[slots], bins, values, (lower + upper) / 2.0 / 1000.0
 
 
 # ---- stage files → series ----

@@ -11,6 +11,7 @@ from typing import Any
 from ssdbench.analysis import (
     FillStats,
     IopsAnalysis,
+    LatencyHistogram,
     LatencySummary,
     TrimVerdict,
     analyse_iops,
@@ -19,6 +20,7 @@ from ssdbench.analysis import (
     steady_window_start,
     trim_verdict,
 )
+from ssdbench.fio.logs import DDIR, hist_counts, load_hist_log
 from ssdbench.report.load import TRIM_PHASES, RunData
 
 ANALYSIS_SCHEMA = 1
@@ -83,6 +85,18 @@ def steady_start_for(meta: dict[str, Any], duration_s: int) -> float:
     return steady_window_start(params, str(meta.get("kind") or ""), duration_s)
 
 
+def torture_histogram(run_dir: Path, seconds: int) -> LatencyHistogram | None:
+    """The torture's latency histogram log (``fio/torture_clat_hist.1.log``, writes) for
+    the pooled window percentiles; None when the run has none or it cannot be read."""
+    path = run_dir / "fio" / "torture_clat_hist.1.log"
+    if not path.is_file():
+        return None
+    try:
+        return LatencyHistogram(*hist_counts(load_hist_log(path), DDIR["write"], seconds))
+    except (OSError, ValueError):  # LogError is a ValueError
+        return None
+
+
 def analyse(data: RunData) -> RunAnalysis:
     problems = list(data.problems)
     meta = data.meta
@@ -102,9 +116,11 @@ def analyse(data: RunData) -> RunAnalysis:
         start = steady_start_for(meta, int(s["iops"].size))
         iops = analyse_iops(s["iops"], start)
         cols = ("iops", "lat_mean_us", "lat_p99_us", "lat_p9999_us", "lat_max_us")
-        latency = latency_summary(*(s[c] for c in cols))
+        hist = torture_histogram(data.run_dir, int(s["iops"].size))
+        latency = latency_summary(*(s[c] for c in cols), hist=hist)
         first = min(math.ceil(start), s["iops"].size)
-        steady_latency = latency_summary(*(s[c][first:] for c in cols))
+        steady_latency = latency_summary(*(s[c][first:] for c in cols), hist=hist,
+                                         hist_from_s=first)
         if iops.whole.seconds == 0:
             problems.append("iops.csv has no seconds")
     elif kind == "consistency":
