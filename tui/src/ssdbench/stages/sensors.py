@@ -54,7 +54,7 @@ class DriveWatch:
             counters = parse_counters(argv, text)
         except (ParseError, ValueError) as exc:
             return None, text, f"{argv[0]} output not understood: {exc}"
-        if argv[0] == "smartctl" and _smartctl_failed(text):
+        if argv[0] == "smartctl" and _smartctl_failed(text, counters):
             return None, text, "smartctl could not read the drive"
         return counters, text, None
 
@@ -100,12 +100,18 @@ class DriveWatch:
             atomic.write_text(run_dir / f"sensors-{stage}.csv", "\n".join(lines) + "\n")
 
 
-def _smartctl_failed(text: str) -> bool:
+def _smartctl_failed(text: str, counters: DriveCounters) -> bool:
+    """smartctl could not open or talk to the drive (exit bits 0-1), or one of its commands
+    failed (bit 2) and nothing at all was read. Bit 2 alone is common: `-x` asks for logs
+    many drives (and QEMU's AHCI disk) do not have, and what was read is still good."""
     try:
         smart, _identity = parse_smartctl_json(text)
     except ValueError:
         return True
-    return bool(smart.exit_status & SMARTCTL_FATAL_BITS)
+    if smart.exit_status & 0x03:
+        return True
+    nothing = all(v is None for k, v in vars(counters).items() if k != "tool")
+    return bool(smart.exit_status & SMARTCTL_FATAL_BITS) and nothing
 
 
 def health(before: DriveCounters | None, after: DriveCounters | None,
