@@ -154,3 +154,15 @@ def test_a_sensors_file_of_empty_cells_is_not_charted(drive: Path):
                   gaps=(0, 1, 2, 3, 4))
     report = render_drive(drive, svg=False)
     assert "temperature-torture.png" not in [p.name for p in report.charts]
+
+
+def test_no_read_at_no_empty_row(drive: Path):
+    """The engine as it runs in QEMU today records no ``read_at``: no row of blanks."""
+    path = drive / "consistency-default" / "run.json"
+    meta = json.loads(path.read_text())
+    for when in ("before", "after"):
+        del meta["health"][when]["read_at"]
+    path.write_text(json.dumps(meta))
+    render_drive(drive, svg=False)
+    rows = _counters((drive / "report.html").read_text(), "consistency-default")
+    assert "Read at" not in rows and "Host writes" in rows

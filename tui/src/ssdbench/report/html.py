@@ -313,7 +313,8 @@ def health_html(meta: Mapping[str, Any], rel: str) -> str:
             else:
                 why = "not known (no host writes counted)"
             rows.append([WA_LABEL, "", "", why])
-    rows.append(["Read at", before.get("read_at") or "", after.get("read_at") or "", ""])
+    if before.get("read_at") or after.get("read_at"):
+        rows.append(["Read at", before.get("read_at") or "", after.get("read_at") or "", ""])
     out += table(["Counter", "Before", "After", "Change"],
                  [[Markup(esc(c)) for c in r] for r in rows])
     raw = " · ".join(f"<a href=\"{href(rel + f'smart/{w}.json')}\">smart/{w}.json</a>"
