@@ -76,3 +76,12 @@ def test_health_record_deltas_and_write_amplification() -> None:
     assert d["media_errors"] is None  # not reported: unknown, never 0
     empty = health_record(None, None)
     assert empty["tool"] is None and empty["delta"]["write_amplification"] is None
+
+
+def test_ata_temperature_from_the_attributes_when_smartctl_gives_no_summary() -> None:
+    """QEMU's AHCI disk: attribute 190's raw value 522125343 (0x1F1F001F) holds 31 deg C in
+    its low byte, as temperature.current says."""
+    import json
+    obj = json.loads((QEMU_BUNDLE / "smartctl_-j_-x_dev_sda.out").read_text())
+    del obj["temperature"]
+    assert parse_smartctl_counters(json.dumps(obj)).temperature_c == 31

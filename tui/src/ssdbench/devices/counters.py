@@ -174,6 +174,8 @@ def parse_smartctl_counters(text: str) -> DriveCounters:
                                 counters.thermal_throttle_events if thermal is None
                                 else thermal})
     sector = _count(obj.get("logical_block_size")) or 512
+    if temp_c is None:  # `smartctl -A` of some versions: the attributes only
+        temp_c = _attribute_temperature(_dig(obj, "ata_smart_attributes", "table") or [])
     host = nand = None
     for page in _dig(obj, "ata_device_statistics", "pages") or []:
         for entry in _dig(page, "table") or []:
@@ -201,6 +203,18 @@ def parse_smartctl_counters(text: str) -> DriveCounters:
         power_on_hours=_count(_dig(obj, "power_on_time", "hours")),
         power_cycles=_count(obj.get("power_cycle_count")),
     )
+
+
+def _attribute_temperature(table: list[Any]) -> int | None:
+    """ATA attribute 194 (Temperature_Celsius) or 190 (Airflow_Temperature_Cel): the
+    current temperature is the low byte of the raw value (the others hold min / max)."""
+    for wanted in (194, 190):
+        for attr in table:
+            if isinstance(attr, Mapping) and attr.get("id") == wanted:
+                raw = _count(_dig(attr, "raw", "value"))
+                if raw is not None and 0 < raw & 0xFF < 128:
+                    return raw & 0xFF
+    return None
 
 
 def _fields(counters: DriveCounters) -> dict[str, Any]:
