@@ -53,6 +53,9 @@ CLIP = "#8c2d04"
 STEADY_SPAN = "#f2f2f2"
 PHASE_COLOURS = {"clean": "#2ca02c", "after_torture": "#d62728", "after_trim": "#1f77b4"}
 PHASE_LABELS = {"clean": "clean", "after_torture": "after torture", "after_trim": "after TRIM"}
+# probe phases drawn over each other: shrinking sizes, so that equal values all stay visible
+PHASE_MARKER_SIZES = {"clean": 9.0, "after_torture": 6.5, "after_trim": 4.0}
+PHASE_LINE_WIDTHS = {"clean": 5.0, "after_torture": 3.0, "after_trim": 1.4}
 NICE_STEPS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
 MB_PER_MIB = 1.048576  # 2^20 / 10^6: reviews print MB/s
 DEFAULT_IOPS_TOP = 40000.0  # RunParams.chart_iops_top, for run.json files without it
@@ -608,7 +611,7 @@ def trim_figure(means: Mapping[str, float],
     for phase, (t, y) in series.items():
         # markers: a probe shorter than two seconds is one point, not an invisible line;
         # shrinking sizes, so that equal values of two phases both stay visible
-        size = {"clean": 9.0, "after_torture": 6.5}.get(phase, 4.0)
+        size = PHASE_MARKER_SIZES.get(phase, 4.0)
         ax2.plot(t + MID, y, color=PHASE_COLOURS.get(phase, "#333333"), linewidth=1.4,
                  marker="o", markersize=size if len(t) < 30 else 0,
                  label=PHASE_LABELS.get(phase, phase))
@@ -794,9 +797,12 @@ def temperature_figure(series: Mapping[str, tuple[FloatArray, FloatArray]], *, t
     for phase, (t, y) in series.items():
         key = phase.removeprefix("probe-")
         colour = PHASE_COLOURS.get(key, TEMPERATURE) if probes else TEMPERATURE
-        ax.plot(t + MID, y, color=colour, linewidth=1.4, gid=f"temperature-{key}"
+        short = np.isfinite(y).sum() < 30
+        ax.plot(t + MID, y, color=colour, gid=f"temperature-{key}"
                 if probes else "temperature", marker="o",
-                markersize=4 if np.isfinite(y).sum() < 30 else 0,
+                linewidth=PHASE_LINE_WIDTHS.get(key, 1.4) if probes else 1.4,
+                markersize=(PHASE_MARKER_SIZES.get(key, 4.0) if probes else 4.0)
+                if short else 0,
                 label=PHASE_LABELS.get(key, key) if probes else "drive temperature")
     ax.set_xlim(0, end)
     if probes:  # the ticks of the chart above: whole seconds under the probes panel
