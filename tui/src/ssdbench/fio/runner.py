@@ -110,7 +110,12 @@ class _Follower:
             iops = (ios - self.prev[2]) / dt
             mib_s = (nbytes - self.prev[1]) / dt / MIB
         self.prev = (stamp, nbytes, ios)
-        elapsed = report.runtime_ms / 1000.0 or (time.monotonic() - self.t0)
+        # the stage's own clock bounds fio's: fio has printed the machine's uptime as a
+        # job's runtime (a slow fill's first dumps), which no front end may show (#24 item 1)
+        own = time.monotonic() - self.t0
+        fio_s = report.runtime_ms / 1000.0
+        sane = 0.0 < fio_s <= own + 1.0
+        elapsed = fio_s if sane else own
         fraction = eta = None
         if self.job.runtime_s:
             fraction = min(elapsed / self.job.runtime_s, 1.0)
@@ -120,7 +125,7 @@ class _Follower:
             if fraction > 0:
                 eta = elapsed * (1.0 - fraction) / fraction
         epoch = None
-        if report.timestamp_ms and len(report.jobs) == 1 and report.runtime_ms > 0:
+        if report.timestamp_ms and len(report.jobs) == 1 and sane:
             epoch = report.timestamp_ms - report.runtime_ms
         try:
             self.on_status(
