@@ -24,6 +24,8 @@ def test_smartctl_exit_bit_2_with_data_is_read(tmp_path: Path) -> None:
     counters = watch.read(tmp_path / "smart" / "before.json")
     assert watch.unavailable is None
     assert counters is not None and counters.temperature_c == 31
+    assert counters.read_at is not None and counters.read_at.endswith("Z")
+    assert counters.to_json()["read_at"] == counters.read_at
     assert (tmp_path / "smart" / "before.json").read_text() == text
 
 

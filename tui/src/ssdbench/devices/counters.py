@@ -31,10 +31,6 @@ from ssdbench.devices.nvme import load_json_object
 
 NVME_DATA_UNIT = 512 * 1000
 KELVIN = 273
-COUNTER_KEYS = ("temperature_c", "host_writes_bytes", "host_reads_bytes", "nand_writes_bytes",
-                "power_on_hours", "power_cycles", "unsafe_shutdowns", "media_errors",
-                "percentage_used", "available_spare", "warning_temp_minutes",
-                "critical_temp_minutes", "thermal_throttle_events")
 # counters whose change over a run is reported (run.json health.delta)
 DELTA_KEYS = ("host_writes_bytes", "nand_writes_bytes", "thermal_throttle_events",
               "media_errors", "warning_temp_minutes", "critical_temp_minutes",
@@ -59,6 +55,7 @@ class DriveCounters:
     warning_temp_minutes: int | None = None
     critical_temp_minutes: int | None = None
     thermal_throttle_events: int | None = None
+    read_at: str | None = None  # UTC, ISO 8601, when the engine read it
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

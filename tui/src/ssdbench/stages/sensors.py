@@ -12,10 +12,12 @@ run: a read that fails leaves an empty cell.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,9 @@ class DriveWatch:
         if self.unavailable is not None:
             return None
         counters, text, why = self._read(counters_argv(self.transport, self.path))
+        if counters is not None:
+            counters = dataclasses.replace(counters, read_at=datetime.now(UTC).strftime(
+                "%Y-%m-%dT%H:%M:%SZ"))
         if text:
             atomic.write_text(raw_file, text)
         self.unavailable = why
