@@ -15,9 +15,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ssdbench.devices.nvme import parse_id_ctrl_json, parse_id_ns_json
 from ssdbench.erase import EraseOptions, EraseTarget, MemoryPasswordJournal, erase_drive
+from ssdbench.erase.adapter import nvme_caps
 from ssdbench.erase.model import VerificationFailed
-from ssdbench.erase.nvme import parse_id_ctrl, parse_id_ns
 from ssdbench.erase.verify import check_markers, write_markers
 from ssdbench.system import CommandError, Host, LiveFS, Result, SystemRunner
 
@@ -67,12 +68,14 @@ def main() -> int:
     scratch.mkdir(parents=True, exist_ok=True)
     runner = RecordingRunner(out / "recording", scratch)
     host = Host(runner, LiveFS())
-    ctrl = parse_id_ctrl(runner.run(["nvme", "id-ctrl", "/dev/nvme0", "-o", "json"]).text)
-    ns = parse_id_ns(runner.run(["nvme", "id-ns", "/dev/nvme0n1", "-o", "json"]).text)
+    ctrl = parse_id_ctrl_json(runner.run(["nvme", "id-ctrl", "/dev/nvme0", "-o", "json"]).text)
+    ns = parse_id_ns_json(runner.run(["nvme", "id-ns", "/dev/nvme0n1", "-o", "json"]).text,
+                          nsid=1, name="nvme0n1")
+    assert ns.size_bytes is not None and ns.block_size is not None
     target = EraseTarget(
         path="/dev/nvme0n1", name="nvme0n1", transport="nvme", serial=ctrl.serial,
         model=ctrl.model, size_bytes=ns.size_bytes, logical_block_size=ns.block_size,
-        nvme=ctrl.caps,
+        nvme=nvme_caps(ctrl),
     )
     options = EraseOptions(nonce=NONCE)
     record = erase_drive(

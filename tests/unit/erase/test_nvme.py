@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ssdbench.devices.nvme import parse_id_ctrl_json, parse_id_ns_json
 from ssdbench.erase import (
     EraseError,
     EraseOptions,
@@ -21,7 +22,7 @@ from ssdbench.erase import (
     choose_method,
     erase_drive,
 )
-from ssdbench.erase.nvme import parse_id_ctrl, parse_id_ns
+from ssdbench.erase.adapter import nvme_caps
 from ssdbench.erase.verify import check_markers, write_markers
 from ssdbench.progress import Progress
 from ssdbench.system import Host
@@ -172,12 +173,13 @@ def test_format_io_error_fails_the_stage() -> None:
 
 
 def qemu_target(name: str) -> EraseTarget:
-    ctrl = parse_id_ctrl(fixture(f"{name}/id-ctrl.json"))
-    ns = parse_id_ns(fixture(f"{name}/id-ns-before.json"))
+    ctrl = parse_id_ctrl_json(fixture(f"{name}/id-ctrl.json"))
+    ns = parse_id_ns_json(fixture(f"{name}/id-ns-before.json"), nsid=1, name="nvme0n1")
+    assert ns.size_bytes is not None and ns.block_size is not None
     return EraseTarget(
         path="/dev/nvme0n1", name="nvme0n1", transport="nvme", serial=ctrl.serial,
         model=ctrl.model, size_bytes=ns.size_bytes, logical_block_size=ns.block_size,
-        nvme=ctrl.caps,
+        nvme=nvme_caps(ctrl),
     )
 
 

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from ssdbench.erase import erase_timeout_s
-from ssdbench.erase.hdparm import IdentifyUnavailable, parse_identify, parse_sanitize_status
-from ssdbench.erase.nvme import (
-    SSTAT_FAILED,
-    SSTAT_NEVER,
-    SSTAT_OK,
-    SSTAT_RUNNING,
-    NvmeParseError,
+from ssdbench.devices.model import ParseError
+from ssdbench.devices.nvme import (
     current_lbaf,
-    parse_id_ctrl,
-    parse_id_ns,
-    parse_sanitize_log,
+    parse_id_ctrl_json,
+    parse_id_ns_json,
+    parse_sanitize_log_json,
 )
+from ssdbench.erase import erase_timeout_s
+from ssdbench.erase.adapter import nvme_caps
+from ssdbench.erase.hdparm import IdentifyUnavailable, parse_identify, parse_sanitize_status
+from ssdbench.erase.nvme import SSTAT_FAILED, SSTAT_NEVER, SSTAT_OK, SSTAT_RUNNING
 
 from .replay import fixture
 
@@ -101,16 +99,19 @@ def test_erase_timeout_follows_hdparm_rule() -> None:
 
 
 def test_nvme_id_ctrl_and_id_ns_from_qemu() -> None:
-    ctrl = parse_id_ctrl(fixture("qemu-nvme-512/id-ctrl.json"))
+    ctrl = parse_id_ctrl_json(fixture("qemu-nvme-512/id-ctrl.json"))
     assert ctrl.serial == "SSDB0001" and ctrl.model == "QEMU NVMe Ctrl"
-    assert ctrl.caps.format_supported and not ctrl.caps.sanitize_block
-    assert not ctrl.caps.format_crypto_supported
-    ns = parse_id_ns(fixture("qemu-nvme-512/id-ns-before.json"))
-    assert (ns.lbaf_index, ns.block_size, ns.size_bytes) == (0, 512, 64 * 2**20)
-    ns4k = parse_id_ns(fixture("qemu-nvme-4kn/id-ns-before.json"))
-    assert (ns4k.lbaf_index, ns4k.block_size, ns4k.size_bytes) == (4, 4096, 64 * 2**20)
-    derived = parse_id_ns(fixture("nvme/DERIVED_id-ns-json_4kn-lbaf1.json"))
-    assert (derived.lbaf_index, derived.block_size) == (1, 4096)
+    caps = nvme_caps(ctrl)
+    assert caps.format_supported and not caps.sanitize_block
+    assert not caps.format_crypto_supported
+
+    def id_ns(name: str) -> tuple[int, int | None, int | None]:
+        ns = parse_id_ns_json(fixture(name), nsid=1, name="nvme0n1")
+        return ns.lba_format_index, ns.block_size, ns.size_bytes
+
+    assert id_ns("qemu-nvme-512/id-ns-before.json") == (0, 512, 64 * 2**20)
+    assert id_ns("qemu-nvme-4kn/id-ns-before.json") == (4, 4096, 64 * 2**20)
+    assert id_ns("nvme/DERIVED_id-ns-json_4kn-lbaf1.json")[:2] == (1, 4096)
 
 
 def test_current_lbaf_uses_high_bits_only_beyond_16_formats() -> None:
@@ -121,11 +122,12 @@ def test_current_lbaf_uses_high_bits_only_beyond_16_formats() -> None:
 
 
 def test_sanitize_log_layouts() -> None:
+    parse_sanitize_log = parse_sanitize_log_json
     stuck = parse_sanitize_log(fixture("nvme/DERIVED_sanitize-log-json_intel-660p_block-erase-stuck.json"))
     assert (stuck.sprog, stuck.status, stuck.scdw10) == (655, SSTAT_RUNNING, 2)
-    assert stuck.fraction == pytest.approx(655 / 65536)
+    assert stuck.progress_fraction == pytest.approx(655 / 65536)
     done = parse_sanitize_log(fixture("nvme/DERIVED_sanitize-log-json_pm1733_crypto-completed.json"))
-    assert (done.status, done.scdw10, done.estimates["time_crypto_erase"]) == (SSTAT_OK, 4, 13)
+    assert (done.status, done.scdw10, done.est_crypto_erase_s) == (SSTAT_OK, 4, 13)
     key = parse_sanitize_log(
         fixture("nvme/DERIVED_sanitize-log-json_pm1733_crypto-completed_status-as-key.json")
     )
@@ -135,7 +137,7 @@ def test_sanitize_log_layouts() -> None:
     # nvme-cli 1.x style: the log at the top level, SSTAT as a plain number
     flat = parse_sanitize_log('{"sprog": 32768, "sstat": 2, "cdw10_info": 4}')
     assert (flat.sprog, flat.status, flat.scdw10) == (32768, SSTAT_RUNNING, 4)
-    with pytest.raises(NvmeParseError, match="sprog"):
+    with pytest.raises(ParseError, match="sprog"):
         parse_sanitize_log('{"nvme0": {"foo": 1}}')
-    with pytest.raises(NvmeParseError, match="not JSON"):
+    with pytest.raises(ParseError, match="not JSON"):
         parse_sanitize_log(fixture("qemu-nvme-512/sanitize-log-unsupported.stderr"))

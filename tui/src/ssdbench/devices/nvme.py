@@ -1,5 +1,5 @@
 """nvme-cli output parsed: `id-ctrl` (JSON or plain), `id-ns -o json`, `list -o json`,
-`sanitize-log` (plain).
+`sanitize-log` (plain or JSON). The one parser per nvme-cli output: the erase room uses these.
 
 Layouts handled (nvme-cli 1.x .. 2.15):
 
@@ -156,6 +156,15 @@ def parse_id_ctrl_text(text: str) -> NvmeController:
     return _controller(obj, "nvme id-ctrl", missing_ok=_TEXT_FIELDS)
 
 
+def current_lbaf(flbas: int, nlbaf: int) -> int:
+    """FLBAS bits 3:0, plus bits 6:5 as the high bits when there are more than 16 formats
+    (``nlbaf`` is the number of formats - 1, as in id-ns)."""
+    index = flbas & 0xF
+    if nlbaf + 1 > 16:
+        index |= ((flbas >> 5) & 0x3) << 4
+    return index
+
+
 def parse_id_ns_json(text: str, *, nsid: int, name: str) -> NvmeNamespace:
     """`nvme id-ns DEV -o json` (same keys in 1.x and 2.x)."""
     obj = load_json_object(text, "nvme id-ns")
@@ -180,7 +189,9 @@ def parse_id_ns_json(text: str, *, nsid: int, name: str) -> NvmeNamespace:
     if to_int(obj["nsze"], "nsze") < 0:
         raise ParseError(f"nvme id-ns: negative nsze {obj['nsze']!r}")
     flbas = to_int(obj["flbas"], "flbas")
-    index = (flbas & 0x0F) | (((flbas >> 5) & 0x03) << 4 if len(formats) > 16 else 0)
+    index = current_lbaf(flbas, len(formats) - 1)
+    if index >= len(formats):
+        raise ParseError(f"nvme id-ns: current format {index} is not in the lbafs list")
     return NvmeNamespace(
         nsid=nsid,
         name=name,
@@ -315,7 +326,7 @@ class SanitizeLog:
 
     sprog: int  # 0..65535 (65535 = done / not in progress)
     sstat: int
-    scdw10: int
+    scdw10: int | None  # None: the JSON had no cdw10_info
     est_overwrite_s: int | None  # None: "No time period reported" (0xffffffff)
     est_block_erase_s: int | None
     est_crypto_erase_s: int | None
@@ -334,9 +345,14 @@ class SanitizeLog:
         return self.sprog / 65536
 
     @property
-    def sanitize_action(self) -> int:
+    def sanitize_action(self) -> int | None:
         """SANACT of the last command: 1 exit failure, 2 block, 3 overwrite, 4 crypto."""
-        return self.scdw10 & 0x7
+        return None if self.scdw10 is None else self.scdw10 & 0x7
+
+    def estimate_s(self, sanact: int) -> int | None:
+        """The drive's estimate for a sanitize action (2 block, 3 overwrite, 4 crypto)."""
+        return {2: self.est_block_erase_s, 3: self.est_overwrite_s,
+                4: self.est_crypto_erase_s}.get(sanact)
 
 
 def parse_sanitize_log_text(text: str) -> SanitizeLog:
@@ -364,4 +380,58 @@ def parse_sanitize_log_text(text: str) -> SanitizeLog:
         est_overwrite_s=est("Estimated Time For Overwrite"),
         est_block_erase_s=est("Estimated Time For Block Erase"),
         est_crypto_erase_s=est("Estimated Time For Crypto Erase"),
+    )
+
+
+def _json_get(obj: Mapping[str, Any], *names: str) -> Any:
+    """A key by any of its spellings, case-insensitively (nvme-cli 1.x vs 2.x)."""
+    lower = {k.lower(): v for k, v in obj.items()}
+    for name in names:
+        if name.lower() in lower:
+            return lower[name.lower()]
+    return None
+
+
+def _sstat_from_json(sstat: Any) -> int:
+    """SSTAT as a number, a string "(N) text", or an object holding "(N) text"."""
+    if isinstance(sstat, str) and sstat.startswith("(") and ")" in sstat:
+        return int(sstat[1 : sstat.index(")")])
+    if isinstance(sstat, int | str):
+        return to_int(sstat, "sanitize-log.sstat")
+    if isinstance(sstat, dict):
+        # "status": "(2) Sanitize in Progress." - or, in some 2.x releases, the status text
+        # itself is the key. Find the value that starts with "(N)".
+        for value in [_json_get(sstat, "status"), *sstat.values()]:
+            if isinstance(value, str) and value.startswith("(") and ")" in value:
+                return int(value[1 : value.index(")")])
+        v = _json_get(sstat, "sos", "value")
+        if v is not None:
+            return to_int(v, "sanitize-log.sstat")
+    raise ParseError(f"nvme sanitize-log: cannot read the status from sstat={sstat!r}")
+
+
+def parse_sanitize_log_json(text: str) -> SanitizeLog:
+    """`nvme sanitize-log DEV -o json`: 1.x flat, 2.x keyed by the device name
+    (``{"nvme0": {"sprog": ..., "sstat": {...}}}``), SSTAT a number or an object."""
+    d = load_json_object(text, "nvme sanitize-log")
+    body: Mapping[str, Any] = d
+    if _json_get(d, "sprog") is None:
+        inner = [v for v in d.values() if isinstance(v, dict) and _json_get(v, "sprog") is not None]
+        if len(inner) != 1:
+            raise ParseError("nvme sanitize-log: no 'sprog' (at top level or under a device)")
+        body = inner[0]
+    scdw10 = _json_get(body, "cdw10_info", "scdw10")
+
+    def est(key: str) -> int | None:
+        v = _json_get(body, key)
+        n = None if v is None else to_int(v, f"sanitize-log.{key}")
+        return None if n == 0xFFFFFFFF else n
+
+    return SanitizeLog(
+        sprog=to_int(_json_get(body, "sprog"), "sanitize-log.sprog"),
+        sstat=_sstat_from_json(_json_get(body, "sstat", "status", "sanitize_status")),
+        scdw10=None if scdw10 is None else to_int(scdw10, "sanitize-log.cdw10_info"),
+        est_overwrite_s=est("time_over_write"),
+        est_block_erase_s=est("time_block_erase"),
+        est_crypto_erase_s=est("time_crypto_erase"),
     )

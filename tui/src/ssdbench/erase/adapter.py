@@ -26,6 +26,18 @@ def _attr(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
+def nvme_caps(controller: Any, dlfeat: int | None = 0) -> NvmeCaps:
+    """The erase-relevant bits of ``nvme id-ctrl`` (``devices.nvme.parse_id_ctrl_json``'s
+    ``NvmeController``, or its flattened JSON form)."""
+    return NvmeCaps(
+        oacs=int(_attr(controller, "oacs", 0) or 0),
+        fna=int(_attr(controller, "fna", 0) or 0),
+        sanicap=int(_attr(controller, "sanicap", 0) or 0),
+        oncs=int(_attr(controller, "oncs", 0) or 0),
+        dlfeat=int(dlfeat or 0),
+    )
+
+
 def target_from_drive(drive: Any) -> EraseTarget:
     methods = tuple(_attr(drive, "erase_methods", ()) or ())
     ata = None
@@ -56,13 +68,7 @@ def target_from_drive(drive: Any) -> EraseTarget:
         dlfeat = _attr(nv, "current_dlfeat", None)
         if dlfeat is None:
             dlfeat = _attr(nv, "dlfeat", 0)
-        caps = NvmeCaps(
-            oacs=int(_attr(src, "oacs", 0) or 0),
-            fna=int(_attr(src, "fna", 0) or 0),
-            sanicap=int(_attr(src, "sanicap", 0) or 0),
-            oncs=int(_attr(src, "oncs", 0) or 0),
-            dlfeat=int(dlfeat or 0),
-        )
+        caps = nvme_caps(src, dlfeat)
         cname = _attr(nv, "controller_name") or _attr(nv, "controller")
         if isinstance(cname, str) and cname:
             controller = cname if cname.startswith("/dev/") else "/dev/" + cname
