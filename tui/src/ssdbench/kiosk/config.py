@@ -242,3 +242,12 @@ def choose_drives(
         else:
             chosen.append(i)
     return chosen, skipped
+
+
+def unmatched_selectors(
+    config: KioskConfig, drives: Sequence[tuple[str, str, bool]]
+) -> list[Selector]:
+    """The `select` entries that match none of the drives (serial, model, protected) found:
+    a typo or a drive not plugged in, which an unattended bench must not call a success."""
+    return [s for s in config.selectors
+            if not any(s.matches(serial, model) for serial, model, _p in drives)]

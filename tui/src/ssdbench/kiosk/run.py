@@ -23,13 +23,21 @@ from typing import Any, TextIO
 
 from ssdbench.devices import Drive
 from ssdbench.exitcodes import ExitCode
-from ssdbench.kiosk.config import ConfigError, KioskConfig, choose_drives, find_config, load_config
+from ssdbench.kiosk.config import (
+    ConfigError,
+    KioskConfig,
+    choose_drives,
+    find_config,
+    load_config,
+    unmatched_selectors,
+)
 from ssdbench.kiosk.mirror import StickMirror
 from ssdbench.plan import engine
 from ssdbench.plan.engine import DriveJob, DriveOutcome
 from ssdbench.plan.journal import Journal, JournalError
 from ssdbench.plan.plans import Plan, PlanError, build_plan, plan_from_json
 from ssdbench.progress import Progress
+from ssdbench.results import atomic
 from ssdbench.system import CommandError, Host, SystemRunner
 
 
@@ -207,6 +215,10 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     for i, why in skipped:
         print(f"ssdbench: {drives[i].name} ({drives[i].model or '?'} "
               f"{drives[i].consent_id}) skipped: {why}", file=out, flush=True)
+    selection = _selection_problems(config, drives, chosen)
+    for line in selection:
+        print(f"ssdbench: {line}", file=out, flush=True)
+        print(f"ssdbench kiosk: {line}", file=err, flush=True)
     if mirror is not None:
         n = mirror.seed()
         if n:
@@ -227,7 +239,10 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
             print(f"ssdbench: would {what} {job.plan.name} on {job.drive.path} "
                   f"({job.drive.model or '?'} {job.drive.consent_id}), results in {root}",
                   file=out, flush=True)
-        return int(ExitCode.OK)
+        return int(ExitCode.NO_SUCH_DRIVE if selection else ExitCode.OK)
+    if selection:  # in the results too: the stick is what the tester reads afterwards
+        root.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(root / "kiosk.txt", "".join(f"{line}\n" for line in selection))
     if mirror is not None:
         mirror.start()
     for drive_dir in reports:  # finished, but the power went during its report
@@ -253,7 +268,21 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     states = [o.state for o in outcomes]
     if "cancelled" in states:
         return int(ExitCode.INTERRUPTED)
-    return int(ExitCode.OK if all(s == "done" for s in states) else ExitCode.FAILURE)
+    if not all(s == "done" for s in states):
+        return int(ExitCode.FAILURE)
+    return int(ExitCode.NO_SUCH_DRIVE if selection else ExitCode.OK)
+
+
+def _selection_problems(config: KioskConfig, drives: list[Drive], chosen: list[int]) -> list[str]:
+    """What the tester must hear about `select`: each entry that matched no drive (with the
+    drives that were there), or that no drive at all was chosen."""
+    found = ", ".join(f"{d.name} {d.consent_id} {d.model or '?'}" for d in drives) or "none"
+    lines = [f"`select` entry {s} matched no drive (drives found: {found})"
+             for s in unmatched_selectors(
+                 config, [(d.consent_id, d.model, d.protected) for d in drives])]
+    if not chosen and not lines:
+        lines.append(f"no drive was chosen to test (drives found: {found})")
+    return lines
 
 
 def _save(mirror: StickMirror, on_finish: str, cancel: threading.Event, out: TextIO) -> None:
