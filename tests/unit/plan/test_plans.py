@@ -50,7 +50,7 @@ def test_effective_op_per_run() -> None:
     ({"name": "x", "runs": [{"kind": "trim"}, {"kind": "diagnose"}]}, "read-only"),
     ({"name": "x", "runs": [{"kind": "trim"}], "params": {"torture_seconds": "soon"}},
      "'torture_seconds'"),
-    ({"name": "x", "runs": [{"kind": "trim"}], "params": {"turbo": 1}}, "'turbo'"),
+    ({"name": "x", "runs": [{"kind": "trim"}], "params": {"turbo": 1}}, "`turbo`"),
     ({"runs": [{"kind": "trim"}]}, "`name`"),
 ])
 def test_bad_plans_name_the_key(doc: dict[str, object], key: str) -> None:

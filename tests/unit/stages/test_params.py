@@ -30,7 +30,7 @@ def test_set_values_are_converted() -> None:
     ("ioengine=posixaio", ["'ioengine'", "libaio or io_uring"]),
     ("block_size_fill=3x", ["'block_size_fill'", "4k"]),
     ("erase_fallback=maybe", ["'erase_fallback'", "fail or discard"]),
-    ("nonsense=1", ["unknown key 'nonsense'", "torture_seconds"]),
+    ("nonsense=1", ["`nonsense`: unknown key", "torture_seconds"]),
     ("op_percent=95", ["'op_percent'", "0 to 90"]),
     ("probe_gib=-1", ["'probe_gib'"]),
     ("probe_preset=hdtach", ["'probe_preset'", "as-ssd or fill"]),

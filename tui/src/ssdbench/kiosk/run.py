@@ -158,10 +158,12 @@ def _bad_config(message: str, out: TextIO, err: TextIO) -> int:
 
 
 def _plan_for(config: KioskConfig) -> Plan:
-    try:
-        return build_plan(config.plan, overrides=dict(config.params))
-    except PlanError as exc:
-        raise ConfigError(config.source, "params", str(exc)) from None
+    """The config's plan with its `[params]`; a PlanError names the file, [params] and the
+    key (``ssdbench.toml [params]: `torture_seconds`: expected ...``)."""
+    plan = build_plan(config.plan)
+    if config.params:
+        plan = plan.with_params(dict(config.params), source=f"{config.source} [params]")
+    return plan
 
 
 def power(host: Host, action: str, err: TextIO) -> None:
@@ -202,7 +204,7 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     try:
         config = load_config(path)
         plan = _plan_for(config)
-    except ConfigError as exc:
+    except (ConfigError, PlanError) as exc:
         return _bad_config(str(exc), out, err)
     print(f"ssdbench: config {path}: plan {plan.name}, on_finish {config.on_finish}",
           file=out, flush=True)

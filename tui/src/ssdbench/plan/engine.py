@@ -92,11 +92,13 @@ def check_consent(drive: Drive, plan: Plan, consent: str | None) -> None:
         raise Refused(ExitCode.REFUSED,
                       f"{drive.path} is protected and is never written: {reasons}")
     if consent is None or consent != drive.consent_id:
+        given = "no --destroy was given" if consent is None else f"--destroy {consent!r} was given"
+        model = f" ({drive.model})" if drive.model else ""
         raise Refused(
             ExitCode.REFUSED,
-            f"refusing to write to {drive.path} ({drive.model}): consent (--destroy, or "
-            "`destroy` in the kiosk config) must name this drive's serial exactly (its "
-            "kernel name when it has no serial; see `ssdbench list`)",
+            f"refusing to write to {drive.path}{model}: {given}; consent (--destroy, or "
+            f"`destroy` in the kiosk config) must name its consent id {drive.consent_id!r} "
+            "exactly (the serial; the kernel name when it has none; see `ssdbench list`)",
         )
 
 
@@ -104,10 +106,17 @@ def locate_drive(host: Host, spec: str) -> Drive:
     """The discovered drive named by spec (path, kernel name or serial); Refused when unknown."""
     from ssdbench.devices import DriveNotFound, discover, find_drive
 
+    drives = discover(host, include_all=True)
     try:
-        return find_drive(discover(host, include_all=True), spec)
-    except DriveNotFound as exc:
-        raise Refused(ExitCode.NO_SUCH_DRIVE, str(exc)) from None
+        return find_drive(drives, spec)
+    except DriveNotFound:
+        # name the drives `ssdbench list` shows, not every loop and zram device
+        from ssdbench.devices.discover import is_listed
+
+        listed = [d for d in drives if is_listed(host, d.name)]
+        known = ", ".join(f"{d.path} ({d.serial or 'no serial'})" for d in listed) or "none"
+        raise Refused(ExitCode.NO_SUCH_DRIVE,
+                      f"no drive {spec!r}; drives found: {known}") from None
 
 
 # ---- the erase room's secure erase ----

@@ -95,7 +95,7 @@ _POSITIVE_INT = {"torture_seconds", "trim_torture_seconds", "fill_passes", "iode
 def _convert(key: str, value: object, source: str) -> object:
     if key not in _FIELDS:
         known = ", ".join(sorted(_FIELDS))
-        raise ParamError(f"{source}: unknown key {key!r} (known keys: {known})")
+        raise ParamError(f"{source}: `{key}`: unknown key; the keys are {known}")
 
     def bad(form: str) -> ParamError:
         return ParamError(f"{source}: key {key!r}: expected {form}, got {value!r}")
