@@ -1,0 +1,33 @@
+"""docs/kiosk.md's table of config keys is the validator's list (#24 item 11)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ssdbench.kiosk.config import KEYS, ConfigError, parse_config
+from tests.conftest import REPO
+
+
+def documented_keys() -> list[str]:
+    text = (REPO / "docs" / "kiosk.md").read_text()
+    section = text.split("## Config keys", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.M)
+
+
+def test_every_key_the_validator_accepts_is_in_the_table() -> None:
+    assert sorted(documented_keys()) == sorted(KEYS)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_each_documented_key_is_accepted(key: str) -> None:
+    values = {"plan": "diagnose", "select": "all-eligible", "destroy": "all-eligible",
+              "on_finish": "stay", "svg": False, "params": {}}
+    parse_config({key: values[key], "destroy": "all-eligible"})
+
+
+def test_a_key_outside_the_table_is_refused() -> None:
+    assert "size" not in documented_keys()
+    with pytest.raises(ConfigError, match="unknown key"):
+        parse_config({"size": 1, "destroy": "all-eligible"})
