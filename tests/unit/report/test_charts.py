@@ -367,14 +367,20 @@ def test_compare_trim_keeps_long_drive_names_inside_the_figure():
     """A drive label as long as the demo's consumer drive was cut at the figure's left edge."""
     values = {"clean": 3.9, "after_torture": 1.4, "after_trim": 3.9}
     fig = ch.compare_trim_figure([
-        ("ssdbench demo consumer SSD DEMOSATA0001", values, "effective"),
-        ("QEMU NVMe Ctrl DEMONVME0001", values, "ineffective")])
+        ("ssdbench demo consumer SSD DEMOSATA0001", values, "effective",
+         "probe: 16 MiB, 16 MiB blocks, QD1"),
+        ("QEMU NVMe Ctrl DEMONVME0001", values, "ineffective",
+         "probe: 8 GiB, 128 KiB blocks, QD32")])
     assert fig is not None
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     width = fig.get_figwidth() * fig.dpi
     labels = fig.axes[0].get_yticklabels()
     assert [t.get_text().split("\n")[-1] for t in labels] == [
         "verdict: effective", "verdict: ineffective"]
+    # issue #20 item 3: which probe shape each drive used
+    shapes = ["probe: 16 MiB, 16 MiB blocks, QD1", "probe: 8 GiB, 128 KiB blocks, QD32"]
+    assert all(shape in t.get_text().replace("\n", " ")
+               for t, shape in zip(labels, shapes, strict=True))
     for text in labels:
         box = text.get_window_extent(renderer)
         assert box.x0 >= 0 and box.x1 <= width, (text.get_text(), box)

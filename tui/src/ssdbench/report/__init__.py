@@ -299,7 +299,7 @@ def render_index(root: Path, *, svg: bool = True) -> None:
             charts += ch.compare_iops_charts(name, series, scale=scales.iops, svg=svg)
         trim_rows = [
             (_label(identity, dd.name), {p: v.mib_s for p, v in d.probes.items()},
-             r.trim.verdict)
+             r.trim.verdict, _workload(d).probe_shape)
             for dd, identity, datas, runs in drives
             for d, r in zip(datas, runs, strict=True) if d.probes and r.trim is not None
         ]

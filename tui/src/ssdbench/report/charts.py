@@ -154,6 +154,12 @@ class Workload:
         return f"sequential fill, {size_text(self.fill_bs)} QD{self.iodepth}, incompressible"
 
     @property
+    def probe_shape(self) -> str:
+        """The probe in a few words: "probe: 16 MiB, 16 MiB blocks, QD1"."""
+        size = "" if self.probe_bytes is None else f"{bytes_text(self.probe_bytes)}, "
+        return f"probe: {size}{size_text(self.probe_bs)} blocks, QD{self.probe_iodepth}"
+
+    @property
     def probe(self) -> str:
         size = "" if self.probe_bytes is None else f"{bytes_text(self.probe_bytes)} in "
         return (f"sequential-write probe, {size}{size_text(self.probe_bs)} blocks "
@@ -733,12 +739,16 @@ def compare_iops_charts(run: str, drives: Sequence[DriveSeries], svg: bool = Tru
     return [_render(fig, name, svg) for name, fig in compare_iops_figures(run, drives, **kwargs)]
 
 
-def compare_trim_figure(rows: Sequence[tuple[str, Mapping[str, float], str]]) -> Figure | None:
+TrimRow = tuple[str, Mapping[str, float], str, str]  # label, MiB/s by phase, verdict, probe
+
+
+def compare_trim_figure(rows: Sequence[TrimRow]) -> Figure | None:
     """``compare-trim``: grouped bars (clean / after torture / after TRIM) per drive, the
-    values in MiB/s and MB/s."""
+    values in MiB/s and MB/s; each drive's label says its verdict and the probe shape it
+    used (drives probed differently are not compared like for like)."""
     if not rows:
         return None
-    fig, axes = _figure(height_in=max(HEIGHT_IN, 2.2 + 0.9 * len(rows)), title_lines=1,
+    fig, axes = _figure(height_in=max(HEIGHT_IN, 2.2 + 1.1 * len(rows)), title_lines=1,
                         left_in=3.4)
     ax = axes[0, 0]
     y = np.arange(len(rows), dtype=np.float64)
@@ -753,8 +763,8 @@ def compare_trim_figure(rows: Sequence[tuple[str, Mapping[str, float], str]]) ->
                                    if math.isfinite(v) else "" for v in vals],
                      fontsize=10, padding=3)
     # the labels' column is 3.4 in wide: a long drive name wraps instead of being cut off
-    ax.set_yticks(y, [f"{textwrap.fill(label, 34)}\nverdict: {verdict}"
-                      for label, _, verdict in rows], fontsize=11)
+    ax.set_yticks(y, [f"{textwrap.fill(label, 34)}\n{textwrap.fill(probe, 34)}\n"
+                      f"verdict: {verdict}" for label, _, verdict, probe in rows], fontsize=11)
     ax.invert_yaxis()
     ax.set_xlim(0, nice_top(peak * 1.5))
     ax.set_xlabel("Mean sequential write throughput of the probe (MiB/s)", fontsize=12)
@@ -763,7 +773,7 @@ def compare_trim_figure(rows: Sequence[tuple[str, Mapping[str, float], str]]) ->
     return fig
 
 
-def compare_trim_chart(rows: Sequence[tuple[str, Mapping[str, float], str]],
+def compare_trim_chart(rows: Sequence[TrimRow],
                        svg: bool = True) -> Chart | None:
     fig = compare_trim_figure(rows)
     return None if fig is None else _render(fig, "compare-trim", svg)
