@@ -85,3 +85,59 @@ def test_ata_temperature_from_the_attributes_when_smartctl_gives_no_summary() ->
     obj = json.loads((QEMU_BUNDLE / "smartctl_-j_-x_dev_sda.out").read_text())
     del obj["temperature"]
     assert parse_smartctl_counters(json.dumps(obj)).temperature_c == 31
+
+
+SMART = "smart/"
+
+
+@pytest.mark.parametrize(("name", "temp", "written_units", "thermal"), [
+    # nvme-cli 2.11, real drive: critical_warning an object, counters numbers
+    ("nvme-smart-log-json_v2.11_netdata-testdata_30pct-used_critwarn-object.json", 51,
+     1928683480, 3),
+    # numbers-only shape (1.x / 2.4+)
+    ("nvme-smart-log-json_v2.x-early-or-1.x_netdata-testdata_numbers.json", 37, 136157684, 0),
+    # the 2.13-2.16 shape from nvme-cli's source (values made up: see its header)
+    ("nvme-smart-log-json_v2.13-v2.16_SYNTHESIZED-from-source_default-output.json", 38,
+     91540266, 2),
+])
+def test_nvme_cli_smart_log_shapes(name: str, temp: int, written_units: int,
+                                   thermal: int) -> None:
+    c = parse_nvme_smart_log(fixture_text(SMART + name))
+    assert c.temperature_c == temp
+    assert c.host_writes_bytes == written_units * NVME_DATA_UNIT
+    assert c.thermal_throttle_events == thermal
+    assert c.power_on_hours and c.percentage_used is not None
+
+
+def test_nvme_cli_2_1_and_2_3_string_counters_and_2_7_capitals() -> None:
+    """Shapes from nvme-cli's source history (docs/results-format.md): 2.1 printed counters
+    as "4445011.000000", 2.3 with the locale's separators, 2.7 spelled "Temperature"."""
+    text = ('{"critical_warning":0,"Temperature":310,"percent_used":2,'
+            '"data_units_written":"4445011.000000","data_units_read":"2,752,848"}')
+    c = parse_nvme_smart_log(text)
+    assert c.temperature_c == 37
+    assert c.host_writes_bytes == 4445011 * NVME_DATA_UNIT
+    assert c.host_reads_bytes == 2752848 * NVME_DATA_UNIT
+
+
+def test_smartctl_sata_ssd_host_writes_from_device_statistics() -> None:
+    c = parse_smartctl_counters(fixture_text(
+        SMART + "smartctl-x-j_7.0_samsung-860-EVO-500GB_sata-ssd_devstats.json"))
+    assert c.temperature_c == 36 and c.power_on_hours == 14551
+    assert c.host_writes_bytes == 64777770148 * 512  # Logical Sectors Written = attr 241
+
+
+def test_smartctl_drive_not_in_the_database_gets_no_guessed_units() -> None:
+    """WD Red SA500 unknown to smartctl 7.3's database: attribute 241 is named
+    Total_LBAs_Written but counts GiB; no host writes rather than 89 MB for 8244 hours."""
+    c = parse_smartctl_counters(fixture_text(
+        SMART + "smartctl-a-j_7.3_wd-red-SA500-4TB_sata-ssd_attr241-not-in-drivedb.json"))
+    assert c.temperature_c == 27 and c.power_on_hours == 8244
+    assert c.host_writes_bytes is None
+
+
+def test_smartctl_nvme_samsung_970() -> None:
+    c = parse_smartctl_counters(fixture_text(
+        SMART + "smartctl-x-j_7.0_samsung-970-EVO-500GB_nvme.json"))
+    assert c.host_writes_bytes == 65602088 * NVME_DATA_UNIT
+    assert c.media_errors == 7 and c.temperature_c == 35 and c.available_spare == 99

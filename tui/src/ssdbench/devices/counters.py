@@ -5,11 +5,14 @@ run.json "health", sensors-<phase>.csv).
 
 Shapes handled:
 
-* `nvme smart-log -o json`, nvme-cli 1.x .. 2.15: flat keys (``data_units_written``,
+* `nvme smart-log -o json`, nvme-cli 1.x .. 2.16 (checked against nvme-cli's source at each
+  tag; captures in tests/data/fixtures/smart/): flat keys (``data_units_written``,
   ``power_on_hours``, ``percent_used`` or ``percentage_used``, ``avail_spare``,
   ``warning_temp_time``, ``critical_comp_time``, ``thm_temp1_trans_count`` ..). The composite
   ``temperature`` is in kelvin as a number; a string such as "36 C" / "309 K" / "36°C
-  (309 K)" is read by its unit. 128-bit counters may be numbers or strings. Data units are
+  (309 K)" is read by its unit; 2.7 spelled it "Temperature" (keys are matched without
+  case). 128-bit counters are numbers (1.x, 2.4+), strings of digits (2.2), with the
+  locale's thousands separators (2.3) or "4445011.000000" (2.1). Data units are
   1000 blocks of 512 bytes (NVMe base spec, SMART / Health log).
 * `smartctl -x -j` (smartmontools 7.x): ``temperature.current`` (deg C),
   ``power_on_time.hours``, ``power_cycle_count``; NVMe drives through
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ssdbench.devices.model import ParseError
@@ -73,7 +76,8 @@ def _count(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return int(value)
     if isinstance(value, str):
-        text = value.strip().replace(",", "")
+        # "17" (2.2), "2,752,848" (2.3 under a locale with separators), "4445011.000000" (2.1)
+        text = re.sub(r"\.0*$", "", value.strip().replace(",", ""))
         if text.isdigit():
             return int(text)
     return None
@@ -102,7 +106,8 @@ def _times(value: int | None, unit: int) -> int | None:
 
 
 def _nvme_log(log: Mapping[str, Any], tool: str, temperature_c: int | None) -> DriveCounters:
-    get = log.get
+    lower = {str(k).lower(): v for k, v in log.items()}  # nvme-cli 2.7 spelled "Temperature"
+    get = lower.get
     return DriveCounters(
         tool=tool,
         temperature_c=temperature_c,
@@ -118,16 +123,18 @@ def _nvme_log(log: Mapping[str, Any], tool: str, temperature_c: int | None) -> D
         critical_temp_minutes=_count(get("critical_comp_time")),
         thermal_throttle_events=_sum(*(
             _count(get(f"thm_temp{i}_trans_count",
-                       get(f"thermal_temp{i}_transition_count")))
+                       get(f"thermal_mgmt_temperature_{i}_transition_count")))
             for i in (1, 2))),
     )
 
 
 def parse_nvme_smart_log(text: str) -> DriveCounters:
     log = load_json_object(text, "nvme smart-log")
-    if "data_units_written" not in log and "temperature" not in log:
+    keys = {str(k).lower() for k in log}
+    if "data_units_written" not in keys and "temperature" not in keys:
         raise ParseError("nvme smart-log: no data_units_written or temperature key")
-    return _nvme_log(log, "nvme smart-log", nvme_temperature_c(log.get("temperature")))
+    temperature = next((v for k, v in log.items() if str(k).lower() == "temperature"), None)
+    return _nvme_log(log, "nvme smart-log", nvme_temperature_c(temperature))
 
 
 # ATA attributes whose name says the unit of their raw value
@@ -163,13 +170,9 @@ def parse_smartctl_counters(text: str) -> DriveCounters:
         temperature, bool) else None
     nvme_log = obj.get("nvme_smart_health_information_log")
     if isinstance(nvme_log, Mapping):
-        counters = _nvme_log(nvme_log, "smartctl", temp_c)
-        # smartctl names the thermal counters its own way
-        thermal = _sum(_count(nvme_log.get("thermal_temp1_transition_count")),
-                       _count(nvme_log.get("thermal_temp2_transition_count")))
-        return DriveCounters(**{**_fields(counters), "thermal_throttle_events":
-                                counters.thermal_throttle_events if thermal is None
-                                else thermal})
+        # smartctl's own names (available_spare, percentage_used, and after 7.5
+        # thermal_mgmt_temperature_N_transition_count) are looked up beside nvme-cli's
+        return _nvme_log(nvme_log, "smartctl", temp_c)
     sector = _count(obj.get("logical_block_size")) or 512
     if temp_c is None:  # `smartctl -A` of some versions: the attributes only
         temp_c = _attribute_temperature(_dig(obj, "ata_smart_attributes", "table") or [])
@@ -179,7 +182,11 @@ def parse_smartctl_counters(text: str) -> DriveCounters:
             if isinstance(entry, Mapping) and entry.get("name") == "Logical Sectors Written":
                 written = _count(entry.get("value"))
                 host = None if written is None else written * sector
-    for attr in _dig(obj, "ata_smart_attributes", "table") or []:
+    # an attribute's name (and so its unit) is the drive database's: a drive not in it gets
+    # generic names whose units may be wrong (a WD Red SA500 counts "Total_LBAs_Written" in
+    # GiB), so only the device statistics count then
+    named = obj.get("in_smartctl_database") is not False
+    for attr in (_dig(obj, "ata_smart_attributes", "table") or []) if named else []:
         if not isinstance(attr, Mapping):
             continue
         raw = _count(_dig(attr, "raw", "value"))
@@ -212,10 +219,6 @@ def _attribute_temperature(table: list[Any]) -> int | None:
                 if raw is not None and 0 < raw & 0xFF < 128:
                     return raw & 0xFF
     return None
-
-
-def _fields(counters: DriveCounters) -> dict[str, Any]:
-    return {f.name: getattr(counters, f.name) for f in fields(counters)}
 
 
 def counters_argv(transport: str, path: str) -> list[str]:
