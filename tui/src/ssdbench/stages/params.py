@@ -59,6 +59,16 @@ class RunParams:
     """Diagnose: duration of the 4 KiB random read."""
     chart_iops_top: int = 40000
     """Top of the steady linear IOPS chart (seconds above it are drawn at the edge)."""
+    operator: str = ""
+    """Erase record: the person sanitizing (docs/erase.md "The erase record")."""
+    organisation: str = ""
+    """Erase record: the organisation doing the sanitization."""
+    customer: str = ""
+    """Erase record: the customer (whose drives these are)."""
+    asset_tag: str = ""
+    """Erase record: the asset tag / property number."""
+    record_key: str = ""
+    """Erase record: the lab's Ed25519 private key (PEM file); empty: records are unsigned."""
 
     @property
     def effective_steady_start_s(self) -> int:

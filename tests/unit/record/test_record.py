@@ -1,0 +1,170 @@
+"""The erase record end to end: built from a real erase (the QEMU NVMe format recording)
+and discovery's real `list --json` entry of that drive, signed with a lab key, written as
+JSON / HTML / CSV, and checked by `ssdbench verify-record`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from ssdbench.cli import main
+from ssdbench.record import (
+    CLEAR,
+    FAIL,
+    NONE,
+    PASS,
+    PURGE,
+    build_record,
+    sanitization_for,
+    seal,
+    verify_record_bytes,
+    write_record_files,
+)
+from ssdbench.record.render import csv_text
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def nvme_drive() -> dict[str, Any]:
+    drives = json.loads((DATA / "bundles/qemu-nvme-ahci-usb/list-all.json").read_text())
+    drive: dict[str, Any] = next(d for d in drives if d["name"] == "nvme0n1")
+    return drive
+
+
+def qemu_erase() -> dict[str, Any]:
+    erase: dict[str, Any] = json.loads((DATA / "erase/qemu-nvme-4kn/record.json").read_text())
+    return erase
+
+
+def make_key(tmp_path: Path, name: str = "lab-key.pem") -> Path:
+    key = Ed25519PrivateKey.generate()
+    path = tmp_path / name
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                       serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    return path
+
+
+def record(erase: dict[str, Any] | None = None, error: str | None = None,
+           hidden: dict[str, Any] | None = None) -> dict[str, Any]:
+    return build_record(
+        drive=nvme_drive(), erase=qemu_erase() if erase is None else erase, error=error,
+        hidden=hidden or {}, tools={"ssdbench": "0.1.0", "kernel": "6.1.0", "nvme-cli": "2.3"},
+        people={"operator": "A. Tester", "organisation": "Lab", "customer": "ACME",
+                "asset_tag": "INV-0042"},
+        health_before={"available": True, "passed": True, "power_on_hours": 12},
+        health_after={"available": True, "passed": True, "power_on_hours": 12},
+        started="2026-11-21T14:58:33Z", finished="2026-11-21T14:59:05Z", duration_s=32.4,
+        record_id="00000000-0000-4000-8000-000000000001",
+    )
+
+
+def test_nist_mapping_is_honest() -> None:
+    assert sanitization_for("nvme-format-user-data").category == PURGE
+    assert sanitization_for("nvme-sanitize-crypto").category == PURGE
+    assert sanitization_for("ata-sanitize-block").category == PURGE
+    assert sanitization_for("ata-security-erase-enhanced").category == PURGE
+    assert sanitization_for("ata-security-erase").category == CLEAR
+    discard = sanitization_for("discard")
+    assert discard.category == NONE and "not a sanitization" in discard.note
+    assert sanitization_for("something-new").category == NONE
+
+
+def test_real_erase_makes_a_pass_record_with_identity_and_verification() -> None:
+    r = record()
+    assert r["result"]["status"] == PASS
+    assert r["sanitization"]["category"] == PURGE
+    assert "Secure Erase Settings = 1" in r["sanitization"]["technique"]
+    assert r["drive"]["serial"] == "SSDBNVME0001" and r["drive"]["interface"] == "nvme"
+    assert r["drive"]["media_type"] == "flash memory (SSD)"
+    assert r["verification"]["sampled"] == 16 and r["verification"]["result"] == "passed"
+    assert r["verification"]["offsets"][0] == 0
+    assert r["people"]["asset_tag"] == "INV-0042"
+
+
+def test_discard_and_failures_are_fail_with_the_reason() -> None:
+    d = record({"method": "discard", "secure": False, "verified": False, "duration_s": 1,
+                "detail": "not secure-erased"})
+    assert d["result"]["status"] == FAIL
+    assert d["result"]["reason"].startswith("Clear not achieved")
+    assert d["verification"]["result"] == "not verified"
+    survived = qemu_erase()
+    survived["verification"] = {**survived["verification"], "survivors": [0], "passed": False}
+    assert record(survived)["result"]["status"] == FAIL
+    failed = record(None, error="secure erase failed: nvme format: exit code 1")
+    assert failed["result"]["status"] == FAIL and "exit code 1" in failed["result"]["reason"]
+
+
+def test_signed_record_verifies_and_one_changed_byte_fails(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    key = make_key(tmp_path)
+    sealed = seal(record(), str(key))
+    files = write_record_files(tmp_path, sealed)
+    path = tmp_path / files["json"]
+    data = path.read_bytes()
+    parsed = json.loads(data)
+    assert parsed["result"]["status"] == PASS
+    assert parsed["signature"]["fingerprint"].startswith("SHA256:")
+    assert verify_record_bytes(data).ok
+
+    assert main(["verify-record", str(path), "--key", str(key)]) == 0
+    assert parsed["signature"]["fingerprint"] in capsys.readouterr().out
+
+    # one changed byte, anywhere that matters: a digit of the serial, then a space
+    at = data.index(b"SSDBNVME0001") + len("SSDBNVME000")
+    tampered = tmp_path / "tampered.json"
+    tampered.write_bytes(data[:at] + b"2" + data[at + 1:])
+    assert main(["verify-record", str(tampered)]) == 1
+    assert "changed after it was signed" in capsys.readouterr().err
+    sp = data.index(b'  "drive"')
+    tampered.write_bytes(data[:sp] + b"\t" + data[sp + 1:])
+    assert main(["verify-record", str(tampered)]) == 1
+    assert "not byte for byte" in capsys.readouterr().err
+
+    other = make_key(tmp_path, "other.pem")
+    assert main(["verify-record", str(path), "--key", str(other)]) == 1
+    assert "not by the expected" in capsys.readouterr().err
+
+
+def test_unsigned_record_says_so_everywhere(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    sealed = seal(record(), "")
+    files = write_record_files(tmp_path, sealed)
+    assert sealed["signature"]["unsigned"] is True
+    assert main(["verify-record", str(tmp_path / files["json"])]) == 1
+    assert "UNSIGNED" in capsys.readouterr().err
+    html = (tmp_path / files["html"]).read_text()
+    assert "UNSIGNED RECORD" in html
+    bad = seal(record(), str(tmp_path / "missing.pem"))
+    assert bad["signature"]["unsigned"] and "cannot read" in bad["signature"]["reason"]
+
+
+def test_certificate_and_csv_carry_the_auditors_fields(tmp_path: Path) -> None:
+    hidden = {"nvme": {"warnings": ["other namespaces on this controller: nvme0n2; ..."],
+                       "notes": []}}
+    sealed = seal(record(hidden=hidden), str(make_key(tmp_path)))
+    files = write_record_files(tmp_path, sealed)
+    html = (tmp_path / files["html"]).read_text()
+    for text in ("Certificate of Sanitization", "PASS", "Purge", "SSDBNVME0001",
+                 "INV-0042", "ACME", "A. Tester", sealed["signature"]["fingerprint"],
+                 "other namespaces on this controller", "Verified by"):
+        assert text in html, text
+    assert "<link" not in html and "<script" not in html  # self-contained
+    rows = list(csv.DictReader(io.StringIO(csv_text([sealed, seal(record(), "")]))))
+    assert [r["result"] for r in rows] == ["PASS", "PASS"]
+    assert rows[0]["signed_by"] == sealed["signature"]["fingerprint"]
+    assert rows[1]["signed_by"] == "UNSIGNED"
+    assert rows[0]["warnings"].startswith("other namespaces")
+
+
+def test_pdf_is_written(tmp_path: Path) -> None:
+    files = write_record_files(tmp_path, seal(record(), ""))
+    assert files["pdf"] is not None, files["pdf_problem"]
+    assert (tmp_path / files["pdf"]).read_bytes()[:5] == b"%PDF-"

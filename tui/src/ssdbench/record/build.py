@@ -1,0 +1,162 @@
+"""The erase record of one drive and one erase (docs/results-format.md "Erase record").
+
+Built from what the run already holds: discovery's drive identity (run.json ``drive``),
+the erase room's record (run.json ``erase``), the hidden-area checks, the health
+snapshots before and after, the tool versions and the people named in the plan
+parameters. PASS needs a sanitization (Clear or Purge) that finished *and* a read-back
+verification that found none of the markers written before the erase.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from ssdbench.record.nist import NONE, sanitization_for
+
+FORMAT = "ssdbench-erase-record"
+VERSION = 1
+PASS, FAIL = "PASS", "FAIL"
+
+_GENERIC_VENDORS = {"", "ata", "nvme", "linux"}
+
+
+def _manufacturer(drive: Mapping[str, Any]) -> str:
+    vendor = str(drive.get("vendor") or "").strip()
+    if vendor.lower() not in _GENERIC_VENDORS:
+        return vendor
+    model = str(drive.get("model") or "").strip()
+    # SATA drives report vendor "ATA": the model string starts with the maker's name
+    return f"{model.split()[0]} (from the model string)" if " " in model else "unknown"
+
+
+def _media_type(drive: Mapping[str, Any]) -> str:
+    transport = str(drive.get("transport") or "")
+    if transport in ("loop", "virtio") or drive.get("loop_backing_file"):
+        return "virtual disk (no physical media)"
+    if drive.get("rotational"):
+        return "magnetic (hard disk)"
+    return "flash memory (SSD)"
+
+
+def identity(drive: Mapping[str, Any], hidden: Mapping[str, Any]) -> dict[str, Any]:
+    size = drive.get("size_bytes")
+    block = int(drive.get("logical_block_size") or 512)
+    native: int | None = size if isinstance(size, int) else None
+    native_source = "the capacity the host sees (no hidden-area check for this interface)"
+    hpa = (hidden.get("ata") or {}).get("hpa")
+    if hpa:
+        native = int(hpa["native_sectors"]) * block
+        native_source = "hdparm -N native max"
+    nvme = hidden.get("nvme") or {}
+    if isinstance(nvme.get("tnvmcap"), int) and nvme["tnvmcap"] > 0:
+        native = nvme["tnvmcap"]
+        native_source = "NVMe id-ctrl tnvmcap (total NVM capacity)"
+    return {
+        "manufacturer": _manufacturer(drive),
+        "model": drive.get("model") or "",
+        "serial": drive.get("serial") or "",
+        "firmware": drive.get("firmware") or "",
+        "interface": drive.get("transport") or "",
+        "media_type": _media_type(drive),
+        "device": drive.get("path") or "",
+        "capacity_bytes": size,
+        "native_max_bytes": native,
+        "native_max_source": native_source,
+        "logical_block_size": block,
+    }
+
+
+def verification(erase: Mapping[str, Any] | None) -> dict[str, Any]:
+    ver = (erase or {}).get("verification")
+    if not isinstance(ver, Mapping):
+        why = ("the erase did not finish" if not erase else
+               "a discard promises nothing about what reads return: no read-back can prove it"
+               if erase.get("method") == "discard" else "verification was switched off")
+        return {"method": "none", "sampled": 0, "result": "not verified", "reason": why}
+    offsets = list(ver.get("offsets") or [])
+    survivors = list(ver.get("survivors") or [])
+    return {
+        "method": "read-back of marker blocks written before the erase (sampled); a block "
+                  "that still holds its marker after the erase fails the check",
+        "sampled": len(offsets),
+        "block_bytes": ver.get("block_bytes"),
+        "where": "the first block, the last block and evenly spaced blocks in between",
+        "offsets": offsets,
+        "survivors": survivors,
+        "result": "passed" if ver.get("passed") and not survivors else "failed",
+    }
+
+
+def _health(snapshot: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not snapshot:
+        return None
+    keep = ("available", "reason", "passed", "temperature_c", "power_on_hours",
+            "percentage_used", "available_spare", "media_errors", "reallocated_sectors")
+    return {k: snapshot[k] for k in keep if k in snapshot}
+
+
+def verdict(erase: Mapping[str, Any] | None, error: str | None,
+            ver: Mapping[str, Any]) -> tuple[str, str]:
+    method = (erase or {}).get("method")
+    san = sanitization_for(method)
+    if error:
+        return FAIL, f"the erase failed: {error}"
+    if san.category == NONE:
+        return FAIL, f"Clear not achieved: {san.note}"
+    if ver.get("result") != "passed":
+        return FAIL, f"{san.category} not verified: {ver.get('reason') or ver.get('result')}"
+    return PASS, (f"{san.category} by {san.technique}; {ver['sampled']} sampled blocks "
+                  "read back without their markers")
+
+
+def build_record(
+    *,
+    drive: Mapping[str, Any],
+    erase: Mapping[str, Any] | None,
+    error: str | None,
+    hidden: Mapping[str, Any],
+    tools: Mapping[str, Any],
+    people: Mapping[str, str],
+    health_before: Mapping[str, Any] | None,
+    health_after: Mapping[str, Any] | None,
+    started: str,
+    finished: str,
+    duration_s: float,
+    record_id: str | None = None,
+) -> dict[str, Any]:
+    """The unsigned record (sign it with :func:`ssdbench.record.sign.sign_record`)."""
+    method = (erase or {}).get("method")
+    san = sanitization_for(method)
+    ver = verification(erase)
+    result, reason = verdict(erase, error, ver)
+    warnings = [*((hidden.get("ata") or {}).get("warnings") or []),
+                *((hidden.get("nvme") or {}).get("warnings") or [])]
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "record_id": record_id or str(uuid.uuid4()),
+        "drive": identity(drive, hidden),
+        "sanitization": {
+            "category": san.category,
+            "technique": san.technique,
+            "method": method,
+            "reference": san.reference,
+            "note": san.note,
+            "secure": bool((erase or {}).get("secure")),
+            "detail": (erase or {}).get("detail") or "",
+            "steps": list((erase or {}).get("steps") or []),
+        },
+        "hidden_areas": dict(hidden),
+        "warnings": warnings,
+        "verification": ver,
+        "started": started,
+        "finished": finished,
+        "duration_s": round(duration_s, 1),
+        "tools": dict(tools),
+        "people": {k: people.get(k, "") for k in
+                   ("operator", "organisation", "customer", "asset_tag")},
+        "health": {"before": _health(health_before), "after": _health(health_after)},
+        "result": {"status": result, "reason": reason},
+    }

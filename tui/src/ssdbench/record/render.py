@@ -1,0 +1,230 @@
+"""The erase record as a printable certificate (self-contained HTML, and a PDF made from
+that HTML with WeasyPrint) and as rows of the session's CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping
+from html import escape
+from pathlib import Path
+from typing import Any
+
+CSV_COLUMNS = (
+    "record_id", "result", "reason", "category", "technique", "manufacturer", "model",
+    "serial", "firmware", "interface", "media_type", "capacity_bytes", "native_max_bytes",
+    "verification", "sampled_blocks", "started", "finished", "duration_s", "operator",
+    "organisation", "customer", "asset_tag", "warnings", "signed_by",
+)
+
+_CSS = """
+@page { size: A4; margin: 14mm 14mm 16mm 14mm; }
+* { box-sizing: border-box; }
+body { font-family: "DejaVu Sans", "Liberation Sans", Arial, sans-serif; font-size: 10pt;
+       color: #111; margin: 0 auto; max-width: 190mm; line-height: 1.35; }
+header { display: flex; justify-content: space-between; align-items: flex-start;
+         border-bottom: 2px solid #111; padding-bottom: 6px; margin-bottom: 10px; }
+h1 { font-size: 17pt; margin: 0 0 2px 0; }
+.sub { color: #444; font-size: 9pt; }
+.badge { font-size: 20pt; font-weight: bold; padding: 4px 16px; border: 3px solid;
+         border-radius: 4px; white-space: nowrap; }
+.PASS { color: #0a6b1f; border-color: #0a6b1f; }
+.FAIL { color: #a40000; border-color: #a40000; }
+.reason { font-size: 10.5pt; margin: 0 0 8px 0; padding: 6px 8px; background: #f3f3f3;
+          border-left: 4px solid #777; }
+h2 { font-size: 11pt; margin: 12px 0 4px 0; border-bottom: 1px solid #999;
+     text-transform: uppercase; letter-spacing: 0.04em; }
+table { border-collapse: collapse; width: 100%; }
+td, th { padding: 2px 6px; vertical-align: top; text-align: left; }
+table.kv td:first-child { width: 34%; color: #333; }
+table.kv tr:nth-child(odd) td { background: #fafafa; }
+table.grid th, table.grid td { border: 1px solid #bbb; }
+.warn { border: 2px solid #b36b00; background: #fff6e5; padding: 4px 8px; margin: 6px 0; }
+.warn li { margin: 2px 0; }
+.unsigned { border: 2px solid #a40000; color: #a40000; padding: 4px 8px; font-weight: bold; }
+.mono { font-family: "DejaVu Sans Mono", "Liberation Mono", monospace; font-size: 8.5pt;
+        word-break: break-all; }
+.sign { display: flex; gap: 12mm; margin-top: 14px; }
+.sign div { flex: 1; border-top: 1px solid #111; padding-top: 2px; font-size: 8.5pt;
+            color: #333; height: 18mm; }
+footer { margin-top: 10px; font-size: 8pt; color: #555; border-top: 1px solid #999;
+         padding-top: 4px; }
+.keep { break-inside: avoid; page-break-inside: avoid; }
+@media print {
+  body { max-width: none; font-size: 8.6pt; line-height: 1.25; }
+  h2 { margin: 7px 0 3px 0; font-size: 9.5pt; }
+  td, th { padding: 1px 5px; }
+}
+"""
+
+
+def _size(n: Any) -> str:
+    if not isinstance(n, int):
+        return "unknown"
+    return f"{n:,} bytes ({n / 1e9:,.1f} GB)"
+
+
+def _text(value: Any) -> str:
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _rows(pairs: Iterable[tuple[str, Any]], mono: tuple[str, ...] = ()) -> str:
+    out = []
+    for key, value in pairs:
+        cls = ' class="mono"' if key in mono else ""
+        out.append(f"<tr><td>{escape(key)}</td><td{cls}>{escape(_text(value))}</td></tr>")
+    return '<table class="kv">' + "".join(out) + "</table>"
+
+
+def _health_table(health: Mapping[str, Any]) -> str:
+    before, after = health.get("before") or {}, health.get("after") or {}
+    if not before.get("available") and not after.get("available"):
+        why = before.get("reason") or after.get("reason") or "not read"
+        return f"<p>Not available: {escape(str(why))}</p>"
+    keys = [("passed", "SMART overall"), ("power_on_hours", "power-on hours"),
+            ("temperature_c", "temperature °C"), ("percentage_used", "percentage used"),
+            ("available_spare", "available spare %"), ("media_errors", "media errors"),
+            ("reallocated_sectors", "reallocated sectors")]
+    rows = []
+    for key, label in keys:
+        b, a = before.get(key), after.get(key)
+        if b is None and a is None:
+            continue
+        if key == "passed":
+            b, a = ("PASSED" if v is True else "FAILED" if v is False else v for v in (b, a))
+        rows.append(f"<tr><td>{escape(label)}</td><td>{escape(_text(b))}</td>"
+                    f"<td>{escape(_text(a))}</td></tr>")
+    return ('<table class="grid"><tr><th></th><th>before the erase</th>'
+            '<th>after the erase</th></tr>' + "".join(rows) + "</table>")
+
+
+def certificate_html(record: Mapping[str, Any]) -> str:
+    drive = record["drive"]
+    san = record["sanitization"]
+    ver = record["verification"]
+    res = record["result"]
+    people = record["people"]
+    sig = record.get("signature") or {"unsigned": True, "reason": "not signed"}
+    tools = record.get("tools") or {}
+    status = res["status"]
+    warnings = record.get("warnings") or []
+    notes = (record.get("hidden_areas", {}).get("nvme") or {}).get("notes") or []
+    parts = [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        f"<title>Certificate of sanitization — {escape(drive['model'])} "
+        f"{escape(drive['serial'])}</title><style>{_CSS}"
+        f"@page {{ @bottom-center {{ content: \"record {escape(record['record_id'])} · "
+        f"serial {escape(drive['serial'])} · page \" counter(page) \" of \" "
+        f"counter(pages); font-size: 7pt; color: #555; }} }}</style></head><body>",
+        "<header><div><h1>Certificate of Sanitization</h1>",
+        f"<div class=\"sub\">{escape(san['reference'])}<br>record "
+        f"{escape(record['record_id'])}</div></div>",
+        f"<div class=\"badge {status}\">{status}</div></header>",
+        f"<p class=\"reason\">{escape(res['reason'])}</p>",
+    ]
+    if warnings:
+        parts.append("<div class=\"warn\"><b>Warnings</b><ul>" + "".join(
+            f"<li>{escape(w)}</li>" for w in warnings) + "</ul></div>")
+    parts += [
+        "<h2>Organisation</h2>",
+        _rows([("Organisation", people.get("organisation")),
+               ("Customer", people.get("customer")),
+               ("Asset tag / property number", people.get("asset_tag")),
+               ("Operator", people.get("operator"))]),
+        "<h2>Media</h2>",
+        _rows([("Manufacturer", drive["manufacturer"]), ("Model", drive["model"]),
+               ("Serial number", drive["serial"]), ("Firmware", drive["firmware"]),
+               ("Interface", drive["interface"]), ("Media type", drive["media_type"]),
+               ("Capacity (host view)", _size(drive["capacity_bytes"])),
+               ("Native max capacity", f"{_size(drive['native_max_bytes'])} — "
+                                       f"{drive['native_max_source']}")]),
+        "<h2>Sanitization</h2>",
+        _rows([("NIST SP 800-88 category", san["category"]),
+               ("Technique", san["technique"]), ("ssdbench method", san["method"]),
+               ("Note", san["note"]), ("Tool detail", san["detail"])]),
+    ]
+    if notes:
+        parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
+    where = ver.get("where") or ver.get("reason") or ""
+    parts += [
+        "<h2>Verification</h2>",
+        _rows([("Method", ver["method"]), ("Result", ver["result"]),
+               ("Sampled blocks", f"{ver['sampled']}"
+                + (f" × {ver['block_bytes']} bytes" if ver.get("block_bytes") else "")),
+               ("Where", where)]),
+    ]
+    if ver.get("offsets"):
+        parts.append("<p class=\"mono\">byte offsets: "
+                     + escape(", ".join(str(o) for o in ver["offsets"])) + "</p>")
+    parts += [
+        "<h2>Time and tools</h2>",
+        _rows([("Started (UTC)", record["started"]), ("Finished (UTC)", record["finished"]),
+               ("Duration", f"{record['duration_s']} s")]
+              + [(f"{k}", v) for k, v in sorted(tools.items())]),
+        "<h2>Drive health</h2>", _health_table(record.get("health") or {}),
+        "<div class=\"keep\"><h2>Tamper evidence</h2>",
+    ]
+    if sig.get("unsigned"):
+        parts.append(f"<p class=\"unsigned\">UNSIGNED RECORD — {escape(str(sig.get('reason')))}."
+                     " Nothing shows that this record was not changed.</p>")
+    else:
+        parts.append(_rows([("Signature", f"{sig['algorithm']} over the record "
+                                          "(erase-record.json)"),
+                            ("Lab key fingerprint", sig["fingerprint"])],
+                           mono=("Lab key fingerprint",)))
+        parts.append("<p>Check it: <span class=\"mono\">ssdbench verify-record "
+                     "erase-record.json</span>, and compare the fingerprint with the lab's "
+                     "published one.</p>")
+    parts += [
+        "<div class=\"sign\"><div>Sanitized by (name, title, signature, date)</div>"
+        "<div>Verified by (name, title, signature, date)</div></div></div>",
+        f"<footer>ssdbench {escape(str(tools.get('ssdbench', '')))} · the signed record is "
+        "erase-record.json next to this file; this page is a rendering of it.</footer>",
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def write_pdf(html: str, path: Path) -> str | None:
+    """Render the certificate to PDF; returns None, or why no PDF was made."""
+    try:
+        from weasyprint import HTML  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    except Exception as exc:  # ImportError, or missing pango/cairo libraries
+        return f"no PDF: WeasyPrint is not usable ({type(exc).__name__}: {exc})"
+    try:
+        HTML(string=html).write_pdf(str(path))
+    except Exception as exc:
+        return f"no PDF: WeasyPrint failed ({type(exc).__name__}: {exc})"
+    return None
+
+
+def csv_row(record: Mapping[str, Any]) -> dict[str, Any]:
+    d, s, v, p = record["drive"], record["sanitization"], record["verification"], record["people"]
+    sig = record.get("signature") or {}
+    return {
+        "record_id": record["record_id"], "result": record["result"]["status"],
+        "reason": record["result"]["reason"], "category": s["category"],
+        "technique": s["technique"], "manufacturer": d["manufacturer"], "model": d["model"],
+        "serial": d["serial"], "firmware": d["firmware"], "interface": d["interface"],
+        "media_type": d["media_type"], "capacity_bytes": d["capacity_bytes"],
+        "native_max_bytes": d["native_max_bytes"], "verification": v["result"],
+        "sampled_blocks": v["sampled"], "started": record["started"],
+        "finished": record["finished"], "duration_s": record["duration_s"],
+        "operator": p["operator"], "organisation": p["organisation"],
+        "customer": p["customer"], "asset_tag": p["asset_tag"],
+        "warnings": " | ".join(record.get("warnings") or []),
+        "signed_by": "UNSIGNED" if sig.get("unsigned") else sig.get("fingerprint", ""),
+    }
+
+
+def csv_text(records: Iterable[Mapping[str, Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for record in records:
+        writer.writerow(csv_row(record))
+    return buf.getvalue()

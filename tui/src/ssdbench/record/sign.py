@@ -1,0 +1,143 @@
+"""Tamper evidence: an Ed25519 signature over the record, made with the lab's key.
+
+The signature covers the record's canonical JSON (sorted keys, no whitespace, UTF-8)
+without its ``signature`` member. The file itself is written in one exact form
+(:func:`dump_record`), so :func:`verify_record_bytes` also refuses a file whose bytes
+differ from that form: any changed byte either breaks the JSON, changes a signed value or
+changes the form. The key is an Ed25519 private key in PEM (``openssl genpkey -algorithm
+ed25519 -out lab-key.pem``); its public key travels in the record and its fingerprint
+(SHA-256 of the 32 raw public-key bytes) is printed on the certificate, so an auditor
+compares it with the lab's published one.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ALGORITHM = "Ed25519"
+
+
+class SigningError(Exception):
+    """The lab key cannot be used; the message says why."""
+
+
+def canonical_bytes(record: dict[str, Any]) -> bytes:
+    body = {k: v for k, v in record.items() if k != "signature"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def dump_record(record: dict[str, Any]) -> bytes:
+    """The one form a record file is written in."""
+    return (json.dumps(record, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def fingerprint(raw_public_key: bytes) -> str:
+    digest = hashlib.sha256(raw_public_key).hexdigest()
+    return "SHA256:" + ":".join(digest[i:i + 4] for i in range(0, len(digest), 4))
+
+
+def _raw_public(public_key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    raw: bytes = public_key.public_bytes(serialization.Encoding.Raw,
+                                         serialization.PublicFormat.Raw)
+    return raw
+
+
+def load_private_key(path: Path) -> Any:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise SigningError(f"lab key {path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError) as exc:
+        raise SigningError(f"lab key {path}: not an unencrypted PEM private key ({exc})") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise SigningError(f"lab key {path}: not an Ed25519 key (make one with `openssl "
+                           "genpkey -algorithm ed25519 -out lab-key.pem`)")
+    return key
+
+
+def sign_record(record: dict[str, Any], key: Any) -> dict[str, Any]:
+    """``record`` with a ``signature`` member made with ``key`` (an Ed25519 private key)."""
+    raw = _raw_public(key.public_key())
+    value = key.sign(canonical_bytes(record))
+    return {**record, "signature": {
+        "algorithm": ALGORITHM,
+        "public_key": base64.b64encode(raw).decode(),
+        "fingerprint": fingerprint(raw),
+        "value": base64.b64encode(value).decode(),
+    }}
+
+
+def unsigned(record: dict[str, Any], reason: str) -> dict[str, Any]:
+    return {**record, "signature": {"algorithm": None, "unsigned": True, "reason": reason}}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    message: str
+    fingerprint: str | None = None
+
+
+def verify_record_bytes(data: bytes, *, expected_fingerprint: str | None = None) -> Verdict:
+    """Check a record file's bytes: its form, its signature, and (when given) the signer."""
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return Verdict(False, f"not a readable record: {exc}")
+    if not isinstance(record, dict) or record.get("format") != "ssdbench-erase-record":
+        return Verdict(False, "not an ssdbench erase record (no format "
+                              "'ssdbench-erase-record')")
+    sig = record.get("signature")
+    if not isinstance(sig, dict):
+        return Verdict(False, "the record has no signature member")
+    if sig.get("unsigned"):
+        return Verdict(False, f"the record is UNSIGNED ({sig.get('reason', 'no reason')}): "
+                              "nothing shows it was not changed")
+    if dump_record(record) != data:
+        return Verdict(False, "the file is not byte for byte as ssdbench wrote it: it was "
+                              "edited (spacing, order or content)")
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        raw = base64.b64decode(str(sig.get("public_key", "")), validate=True)
+        value = base64.b64decode(str(sig.get("value", "")), validate=True)
+        public = Ed25519PublicKey.from_public_bytes(raw)
+    except ValueError as exc:
+        return Verdict(False, f"the signature member is damaged ({exc})")
+    fp = fingerprint(raw)
+    if sig.get("fingerprint") != fp:
+        return Verdict(False, "the printed key fingerprint does not match the record's key", fp)
+    try:
+        public.verify(value, canonical_bytes(record))
+    except InvalidSignature:
+        return Verdict(False, "the signature does not match the content: the record was "
+                              "changed after it was signed", fp)
+    if expected_fingerprint is not None and expected_fingerprint.strip() != fp:
+        return Verdict(False, f"signed by key {fp}, not by the expected "
+                              f"{expected_fingerprint.strip()}", fp)
+    return Verdict(True, f"signature valid ({ALGORITHM}, key {fp})", fp)
+
+
+def public_key_fingerprint(path: Path) -> str:
+    """The fingerprint of a PEM public (or private) key file, for ``--key``."""
+    from cryptography.hazmat.primitives import serialization
+
+    data = Path(path).read_bytes()
+    try:
+        pub: Any = serialization.load_pem_public_key(data)
+    except ValueError:
+        pub = load_private_key(path).public_key()
+    return fingerprint(_raw_public(pub))

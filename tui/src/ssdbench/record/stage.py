@@ -1,0 +1,115 @@
+"""The erase plan's stage: check hidden areas, read health, erase (the ordinary erase
+stage: the erase room's secure erase, or the discard fallback), verify, read health
+again, and write the signed record - also when the erase failed (a FAIL record)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ssdbench.erase.hidden import ata_hidden_areas, nvme_hidden_capacity
+from ssdbench.record.build import FAIL, build_record
+from ssdbench.record.write import append_session_csv, seal, write_record_files
+from ssdbench.stages.base import RunContext, StageFailed
+from ssdbench.stages.discard import EraseStage
+from ssdbench.stages.health import HealthStage
+from ssdbench.system import CommandError, Host
+
+ATA_TRANSPORTS = ("sata", "ata")
+
+
+def _utc(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def _version(host: Host, argv: list[str]) -> str | None:
+    try:
+        res = host.runner.run(argv, timeout=10.0)
+    except CommandError:
+        return None
+    text = (res.text or res.stderr_text).strip()
+    return text.splitlines()[0].strip() if text else None
+
+
+def _image(host: Host) -> str | None:
+    text = host.fs.read_text("/etc/os-release") or ""
+    fields = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    name = fields.get("PRETTY_NAME", "").strip('"')
+    build = fields.get("BUILD_ID", fields.get("IMAGE_VERSION", "")).strip('"')
+    return " ".join(p for p in (name, build) if p) or None
+
+
+def tool_versions(ctx: RunContext, transport: str) -> dict[str, Any]:
+    tools = dict(ctx.record.data.get("tools") or {})
+    tools.pop("ioengine", None)
+    tools["image"] = _image(ctx.host)
+    if transport in ATA_TRANSPORTS:
+        tools["hdparm"] = _version(ctx.host, ["hdparm", "-V"])
+    if transport == "nvme":
+        tools["nvme-cli"] = _version(ctx.host, ["nvme", "version"])
+    return tools
+
+
+def _health(ctx: RunContext, phase: str) -> Any:
+    HealthStage(phase).execute(ctx)
+    return (ctx.record.data.get("health") or {}).get(phase)
+
+
+@dataclass
+class CertifiedEraseStage:
+    """Erase and record; the run fails when the record says FAIL (with its reason)."""
+
+    name: str = "erase"
+
+    def execute(self, ctx: RunContext) -> None:
+        drive = dict(ctx.record.data.get("drive") or {})
+        transport = str(drive.get("transport") or "")
+        t0, wall0 = time.monotonic(), time.time()
+        hidden: dict[str, Any] = {}
+        if transport in ATA_TRANSPORTS:
+            ctx.emit(self.name, "running", "checking HPA and DCO (hdparm -N, --dco-identify)")
+            block = int(drive.get("logical_block_size") or 512)
+            size = drive.get("size_bytes")
+            hidden["ata"] = ata_hidden_areas(ctx.host, str(drive.get("path")),
+                                             size // block if isinstance(size, int) else None)
+        before = _health(ctx, "before")
+        error = None
+        try:
+            EraseStage(self.name).execute(ctx)
+        except StageFailed as exc:
+            error = str(exc)
+        erase = ctx.record.data.get("erase")
+        method = str((erase or {}).get("method") or "")
+        nvme = drive.get("nvme")
+        if transport == "nvme" or isinstance(nvme, dict):
+            hidden["nvme"] = nvme_hidden_capacity(
+                nvme if isinstance(nvme, dict) else None,
+                nvme.get("nsid") if isinstance(nvme, dict) else None,
+                sanitize=method.startswith("nvme-sanitize"))
+        after = _health(ctx, "after")
+        params = ctx.params
+        record = build_record(
+            drive=drive, erase=erase, error=error, hidden=hidden,
+            tools=tool_versions(ctx, transport),
+            people={k: str(getattr(params, k, "") or "")
+                    for k in ("operator", "organisation", "customer", "asset_tag")},
+            health_before=before, health_after=after,
+            started=_utc(wall0), finished=_utc(time.time()),
+            duration_s=time.monotonic() - t0,
+        )
+        record = seal(record, str(getattr(params, "record_key", "") or ""))
+        files = write_record_files(ctx.run_dir, record)
+        csv_path = append_session_csv(ctx.run_dir.parent.parent, record)
+        sig = record["signature"]
+        ctx.record.set("erase_record", {
+            **files, "session_csv": csv_path.name, "result": record["result"],
+            "category": record["sanitization"]["category"],
+            "signed": not sig.get("unsigned"), "fingerprint": sig.get("fingerprint"),
+            "warnings": record["warnings"]})
+        if sig.get("unsigned"):
+            ctx.emit(self.name, "running", f"record UNSIGNED: {sig.get('reason')}")
+        if files["pdf_problem"]:
+            ctx.emit(self.name, "running", files["pdf_problem"])
+        if record["result"]["status"] == FAIL:
+            raise StageFailed(f"erase record FAIL: {record['result']['reason']}")
