@@ -110,11 +110,11 @@ def shrink_quick_plan(screen: Screen, wait_s: float) -> str:
 
 
 def results_rows(screen: Screen, name: str, timeout_s: float) -> tuple[str, dict[str, str]]:
-    """The results screen once "Saved in" and both run rows of drive ``name`` are painted
+    """The results screen once "report.html" and both run rows of drive ``name`` are painted
     (the screen is drawn in parts: CI once read it with only the first row there), and its
     rows as {run: state}."""
     row = re.compile(rf"^ {re.escape(name)}\s+(\S+)\s+(done|failed|cancelled)\s+[\d,]+ ", re.M)
-    s = screen.wait(lambda t: "Saved in" in t and len(row.findall(t)) >= 2, timeout_s)
+    s = screen.wait(lambda t: bool(re.search(r"/report\.html *$", t, re.M)) and len(row.findall(t)) >= 2, timeout_s)
     return s, dict(row.findall(s))
 
 
@@ -200,12 +200,12 @@ def test_quick_plan_in_tmux_at_80x25(loop_device: str,
     for _ in range(3):  # v right at the end can be taken by the finishing notification
         tmux("send-keys", "-t", screen.session, "v")
         try:
-            screen.wait("steady IOPS", 10)
+            screen.wait("Open in a browser", 10)
             break
         except AssertionError:
             continue
     s, rows = results_rows(screen, name, 60)  # after "Analysing the results..."
-    m = re.search(r"Saved in (/run/ssdbench/ram/ssdbench/(\S+))", s)
+    m = re.search(r"^ ?(/run/ssdbench/ram/ssdbench/(\S+))/report\.html *$", s, re.M)
     assert m is not None, s
     drive_dir = results / "ssdbench" / m.group(2)
     assert rows == {"consistency-default": "done", "trim": "done"}, s

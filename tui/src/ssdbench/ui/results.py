@@ -20,8 +20,9 @@ from ssdbench.ui import fmt
 from ssdbench.ui.engine import DriveOutcome
 from ssdbench.ui.widgets import STATE_STYLE, TopBar, series_chart
 
-COLUMN_WIDTHS = {"drive": 8, "run": 19, "state": 9, "steady IOPS": 11, "stalls": 9,
-                 "steady at": 11, "TRIM": 12, "erase": 30}
+# the first six fit 80 columns (each cell has one space either side): TRIM stays in view
+COLUMN_WIDTHS = {"drive": 7, "run": 19, "state": 9, "IOPS": 7, "TRIM": 12, "stalls": 9,
+                 "steady at": 11, "erase": 30}
 COLUMNS = tuple(COLUMN_WIDTHS)
 
 
@@ -39,6 +40,8 @@ class RunSummary:
     steady_reached: bool | None = None
     trim_verdict: str | None = None
     trim_reason: str = ""
+    # the three probes (MiB/s): clean, after the torture, after TRIM
+    trim_probes: tuple[float | None, float | None, float | None] | None = None
     erase: str = "-"
     iops: tuple[float, ...] = ()
     problems: tuple[str, ...] = ()
@@ -70,6 +73,8 @@ def summarise(outcomes: list[DriveOutcome]) -> list[RunSummary]:
                     steady_reached=a.iops.steady_state.reached if a.iops else None,
                     trim_verdict=a.trim.verdict if a.trim else None,
                     trim_reason=a.trim.reason if a.trim else "",
+                    trim_probes=(a.trim.clean_mib_s, a.trim.after_torture_mib_s,
+                                 a.trim.after_trim_mib_s) if a.trim else None,
                     erase=erase, iops=iops, problems=a.problems))
             except Exception as exc:  # show the run, say why it has no numbers
                 out.append(RunSummary(d.drive, r.name, r.state, r.error, r.run_dir,
@@ -97,7 +102,26 @@ def summary_row(s: RunSummary) -> tuple[Text | str, ...]:
     else:
         steady = fmt.duration(s.steady_state_at_s) if s.steady_reached else "not reached"
     return (s.drive, s.run, Text(s.state, style=STATE_STYLE.get(s.state, "")),
-            fmt.number(s.steady_mean), stalls, steady, s.trim_verdict or "-", s.erase)
+            fmt.number(s.steady_mean), s.trim_verdict or "-", stalls, steady, s.erase)
+
+
+def trim_probes_text(probes: tuple[float | None, float | None, float | None]) -> str:
+    """``clean 312.4, after torture 200.1, after TRIM 305.0 MiB/s`` (a missing one: -)."""
+    clean, torture, trim = (fmt.number(v, digits=1) for v in probes)
+    return f"clean {clean}, after torture {torture}, after TRIM {trim} MiB/s"
+
+
+def where_text(outcomes: list[DriveOutcome], root: Path) -> Text:
+    """Where the pages are, each path on its own line (a path cut by a wrap cannot be
+    typed): index.html over every drive, then each drive's report.html."""
+    t = Text()
+    dirs = sorted({o.drive_dir for o in outcomes if o.drive_dir is not None})
+    t.append("Open in a browser: ", style="bold")
+    t.append("index.html (every drive), report.html (each drive)\n")
+    t.append(f"{root / 'index.html'}")
+    for d in dirs:
+        t.append(f"\n{d / 'report.html'}")
+    return t
 
 
 class ResultsLoaded(Message):
@@ -143,10 +167,7 @@ class ResultsScreen(Screen[None]):
         table.clear()
         for i, s in enumerate(self.summaries):
             table.add_row(*summary_row(s), key=str(i))
-        where = Text()
-        where.append("Saved in ", style="bold")
-        dirs = sorted({str(o.drive_dir) for o in self.outcomes if o.drive_dir is not None})
-        where.append(", ".join(dirs) if dirs else str(self.root))
+        where = where_text(self.outcomes, self.root)
         for n in self.notes:
             where.append(f"\n{n}", style="yellow")
         self.query_one("#results-where", Static).update(where)
@@ -163,14 +184,16 @@ class ResultsScreen(Screen[None]):
         t = Text()
         t.append(f"{s.drive} {s.run}: {s.state}", style="bold")
         t.append(f"   steady mean {fmt.number(s.steady_mean)} IOPS   ")
-        steady = summary_row(s)[5]
+        steady = summary_row(s)[6]
         t.append(f"steady state {steady}\n")
         if s.zero_seconds is not None:
             t.append(f"stalls: {s.zero_seconds} s at zero IOPS, longest {s.longest_stall_s} s"
                      f"   erase: {s.erase}\n")
         if s.trim_verdict:
-            t.append(f"TRIM: {s.trim_verdict}", style="bold")
-            t.append(f" - {s.trim_reason}\n" if s.trim_reason else "\n")
+            t.append(f"TRIM {s.trim_verdict}", style="bold")
+            if s.trim_probes is not None:
+                t.append(f"   probes: {trim_probes_text(s.trim_probes)}")
+            t.append(f"\n{s.trim_reason}\n" if s.trim_reason else "\n")
         if s.error:
             t.append(f"{s.run}: {s.error}\n", style="red")
         for p in s.problems[:3]:
