@@ -23,8 +23,10 @@ def test_presets_load_and_say_what_they_run() -> None:
         "quick": ["consistency-default", "consistency-op25", "trim"],
         "trim": ["trim"],
         "diagnose": ["diagnose"],
+        "erase": ["erase"],
     }
     assert not preset("diagnose").destructive and preset("trim").destructive
+    assert preset("erase").destructive  # needs --destroy SERIAL like any erase
 
 
 def test_quick_is_minutes_and_covers_the_whole_span() -> None:

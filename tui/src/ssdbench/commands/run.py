@@ -10,7 +10,8 @@ and the exit code is 130. After a power loss, `ssdbench run --resume` continues 
 journal (state.json in the results folder) says was unfinished: finished runs are kept,
 the interrupted one is redone from its erase.
 
-Plans: review, quick, trim, diagnose (read-only, no consent needed), or a plan file
+Plans: review, quick, trim, diagnose (read-only, no consent needed), erase (purge, verify
+and the signed erase record; docs/erase.md), or a plan file
 (docs/plans.md). `--run` is the older way to name the runs (review durations).
 """
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-PLANS = ("review", "quick", "trim", "diagnose")
+PLANS = ("review", "quick", "trim", "diagnose", "erase")
 ON_FINISH = ("poweroff", "reboot", "stay")
 ALL_ELIGIBLE = "all-eligible"
 CONFIG_NAME = "ssdbench.toml"

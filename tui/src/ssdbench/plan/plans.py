@@ -9,7 +9,7 @@ plan that mixes read-only and destructive runs raises :class:`PlanError` naming 
     [params]                    # plan parameters (docs/results-format.md), over the defaults
     torture_seconds = 60
     [[runs]]
-    kind = "consistency"        # consistency | trim | diagnose
+    kind = "consistency"        # consistency | trim | diagnose | erase
     op_percent = 25             # consistency only; 0..90
 """
 
@@ -25,8 +25,8 @@ from typing import Any
 from ssdbench.results.layout import run_name
 from ssdbench.stages.params import ParamError, RunParams, load_config, parse_set
 
-PRESETS = ("review", "quick", "trim", "diagnose")
-KINDS = ("consistency", "trim", "diagnose")
+PRESETS = ("review", "quick", "trim", "diagnose", "erase")
+KINDS = ("consistency", "trim", "diagnose", "erase")
 _PLAN_KEYS = {"name", "description", "params", "runs"}
 _RUN_KEYS = {"kind", "op_percent"}
 
@@ -37,7 +37,7 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True)
 class RunSpec:
-    kind: str  # consistency | trim | diagnose
+    kind: str  # consistency | trim | diagnose | erase
     op_percent: int = 0
 
     @property

@@ -61,7 +61,8 @@ footer { margin-top: 10px; font-size: 8pt; color: #555; border-top: 1px solid #9
 def _size(n: Any) -> str:
     if not isinstance(n, int):
         return "unknown"
-    return f"{n:,} bytes ({n / 1e9:,.1f} GB)"
+    human = f"{n / 1e9:,.1f} GB" if n >= 10**9 else f"{n / 2**20:,.1f} MiB"
+    return f"{n:,} bytes ({human})"
 
 
 def _text(value: Any) -> str:
@@ -138,6 +139,7 @@ def certificate_html(record: Mapping[str, Any]) -> str:
         "<h2>Media</h2>",
         _rows([("Manufacturer", drive["manufacturer"]), ("Model", drive["model"]),
                ("Serial number", drive["serial"]), ("Firmware", drive["firmware"]),
+               ("Device at the time", drive.get("device")),
                ("Interface", drive["interface"]), ("Media type", drive["media_type"]),
                ("Capacity (host view)", _size(drive["capacity_bytes"])),
                ("Native max capacity", f"{_size(drive['native_max_bytes'])} — "

@@ -4,6 +4,7 @@ again, and write the signed record - also when the erase failed (a FAIL record).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,17 @@ def tool_versions(ctx: RunContext, transport: str) -> dict[str, Any]:
     return tools
 
 
+def _discovered(ctx: RunContext) -> dict[str, Any]:
+    """Discovery's full identity of the drive (drive.json "drive", written by the engine
+    before the first run; run.json "drive" holds only a summary)."""
+    try:
+        data = json.loads((ctx.run_dir.parent / "drive.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    drive = data.get("drive") if isinstance(data, dict) else None
+    return drive if isinstance(drive, dict) else {}
+
+
 def _health(ctx: RunContext, phase: str) -> Any:
     HealthStage(phase).execute(ctx)
     return (ctx.record.data.get("health") or {}).get(phase)
@@ -63,7 +75,7 @@ class CertifiedEraseStage:
     name: str = "erase"
 
     def execute(self, ctx: RunContext) -> None:
-        drive = dict(ctx.record.data.get("drive") or {})
+        drive = {**(ctx.record.data.get("drive") or {}), **_discovered(ctx)}
         transport = str(drive.get("transport") or "")
         t0, wall0 = time.monotonic(), time.time()
         hidden: dict[str, Any] = {}

@@ -3,6 +3,7 @@ fill: every stage after it targets ``ctx.target``, which it may replace."""
 
 from __future__ import annotations
 
+from ssdbench.record.stage import CertifiedEraseStage
 from ssdbench.stages.base import Stage
 from ssdbench.stages.discard import EraseStage, SettleStage, TrimStage
 from ssdbench.stages.health import HealthStage
@@ -10,7 +11,7 @@ from ssdbench.stages.measure import fill_stage, randread_stage, readscan_stage, 
 from ssdbench.stages.partition import PartitionStage
 from ssdbench.stages.probe import probe_stage
 
-KINDS = ("consistency", "trim", "diagnose")
+KINDS = ("consistency", "trim", "diagnose", "erase")
 
 
 def consistency_stages(*, erase: bool = True, op_percent: int = 0) -> list[Stage]:
@@ -48,4 +49,6 @@ def stages_for(kind: str, *, erase: bool = True, op_percent: int = 0) -> list[St
         return trim_stages(erase=erase)
     if kind == "diagnose":
         return diagnose_stages()
+    if kind == "erase":  # purge and verify only; writes the erase record (ssdbench.record)
+        return [CertifiedEraseStage()]
     raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(KINDS)})")
