@@ -1,0 +1,72 @@
+"""The erase plan's stage on an ATA drive at the process boundary: HPA/DCO read before the
+erase and their warnings on the record; the erase's own record (as the erase room returns
+it) makes a PASS / Purge record; the health snapshots and tool versions are on it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ssdbench.record.stage import CertifiedEraseStage
+from ssdbench.results.layout import RunRecord
+from ssdbench.stages.base import RunContext, Target
+from ssdbench.stages.params import RunParams
+from ssdbench.system import Host
+from tests.unit.erase.replay import FakeFS, ScriptedRunner
+from tests.unit.erase.test_hidden import capture
+
+SECTORS = 586070255  # the HPA capture's visible sectors
+ERASE = {"method": "ata-security-erase-enhanced", "secure": True, "verified": True,
+         "duration_s": 61.0, "detail": "ata-security-erase-enhanced in 60 s",
+         "verification": {"markers": 16, "block_bytes": 4096, "offsets": [0, 4096],
+                          "survivors": [], "passed": True}, "steps": ["method x"]}
+
+
+def test_ata_erase_run_writes_a_purge_record_with_the_hpa_warning(tmp_path: Path) -> None:
+    drive_dir = tmp_path / "results" / "20261125T000000Z_WDC_WD3000_S1"
+    run_dir = drive_dir / "erase"
+    run_dir.mkdir(parents=True)
+    drive = {"path": "/dev/sda", "name": "sda", "transport": "sata", "vendor": "ATA",
+             "model": "WDC WD3000HLFS", "serial": "S1", "firmware": "04.04V01",
+             "size_bytes": SECTORS * 512, "logical_block_size": 512, "rotational": False,
+             "nvme": None}
+    (drive_dir / "drive.json").write_text(json.dumps({"drive": drive}))
+    runner = ScriptedRunner()
+    runner.add(["hdparm", "-N", "/dev/sda"], capture("hdparm-N_hpa-enabled_forensicswiki.txt"))
+    runner.add(["hdparm", "--dco-identify", "/dev/sda"], "", returncode=5)
+    for _ in range(2):
+        runner.add(["smartctl", "-j", "-x", "/dev/sda"], "", returncode=1)
+    runner.add(["hdparm", "-V"], "hdparm v9.65\n")
+    record = RunRecord.create(run_dir, run="erase", kind="erase", drive={"name": "sda"},
+                              target={}, params={}, tools={"ssdbench": "0.1.0"})
+    erased: list[str] = []
+
+    def secure_erase(ctx: Any) -> dict[str, Any]:
+        erased.append(" ".join(runner.calls[-1]))  # what ran last before the erase
+        return ERASE
+
+    ctx = RunContext(host=Host(runner, FakeFS()), run_dir=run_dir, drive_name="sda",
+                     run_name="erase", target=Target("/dev/sda", "block", "sda",
+                                                     SECTORS * 512),
+                     params=RunParams(operator="A. Tester"), record=record,
+                     secure_erase=secure_erase)
+    CertifiedEraseStage().execute(ctx)
+    assert erased == ["smartctl -j -x /dev/sda"]  # hidden areas and health read first
+    rec = json.loads((run_dir / "erase-record.json").read_text())
+    assert rec["result"]["status"] == "PASS"
+    assert rec["sanitization"]["category"] == "Purge"
+    assert rec["drive"]["manufacturer"] == "WDC (from the model string)"
+    assert rec["drive"]["native_max_bytes"] == 586072368 * 512
+    assert rec["drive"]["native_max_source"] == "hdparm -N native max"
+    assert rec["hidden_areas"]["ata"]["hpa"]["hidden_sectors"] == 2113
+    assert rec["hidden_areas"]["ata"]["dco_error"]
+    assert any(w.startswith("HPA enabled") for w in rec["warnings"])
+    assert rec["tools"]["hdparm"] == "hdparm v9.65"
+    assert rec["health"]["before"]["available"] is False
+    assert rec["people"]["operator"] == "A. Tester"
+    assert rec["signature"]["unsigned"] is True
+    assert "HPA enabled" in (run_dir / "erase-certificate.html").read_text()
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["erase_record"]["result"]["status"] == "PASS"
+    assert list((tmp_path / "results").glob("erase-session-*.csv"))
