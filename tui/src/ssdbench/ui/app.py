@@ -25,6 +25,7 @@ from ssdbench.system import Host, live_host
 from ssdbench.ui.dialogs import ConfirmScreen, ConsentScreen, HelpScreen
 from ssdbench.ui.drives import DrivesScreen
 from ssdbench.ui.engine import DriveOutcome, Engine, LiveEngine, Plan, stage_names
+from ssdbench.ui.estimate import expected_speed, stage_estimates
 from ssdbench.ui.messages import (
     BlockDevicesChanged,
     DestinationFound,
@@ -383,6 +384,9 @@ class SsdbenchApp(App[int]):
                 d.name, [(r.name, s) for r in plan.runs for s in stage_names(r)])
             for d, plan in jobs
         }
+        for d, plan in jobs:  # the plan ETA starts from the plan screen's estimate
+            self.run_states[d.name].set_estimates(
+                stage_estimates(d, plan), assumed_write_mib_s=expected_speed(d)[0])
         self.running = len(jobs)
         self.run_screen = RunScreen(self.run_states)
         if isinstance(self.screen, DrivesScreen):

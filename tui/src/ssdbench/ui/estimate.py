@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ssdbench.devices import Drive
+from ssdbench.plan.plans import Plan
 from ssdbench.stages.params import RunParams
 
 MIB = 1024 * 1024
@@ -92,3 +93,29 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
             parts += [(f"{label}/fill", fill),
                       (f"{label}/torture", float(params.torture_seconds))]
     return Estimate(sum(s for _, s in parts), tuple(parts))
+
+
+def stage_estimates(drive: Drive, plan: Plan) -> dict[tuple[str, str], float]:
+    """The estimate of each (run name, stage) of ``plan`` (the run screen's plan ETA starts
+    from these; stages the formula has no term for, e.g. partition, count 0)."""
+    out: dict[tuple[str, str], float] = {}
+    for run in plan.runs:
+        est = estimate(drive, [(run.kind, run.op_percent)], plan.params_for(run),
+                       plan.params.erase_fallback)
+        for label, seconds in est.parts:
+            out[(run.name, label.rsplit("/", 1)[1])] = seconds
+    return out
+
+
+def basis(drive: Drive) -> str:
+    """How the estimate was made, in one line of words (the plan screen prints it)."""
+    write, _read = expected_speed(drive)
+    sec = drive.ata_security
+    if not drive.erase_methods:
+        erase = f"erase by discard {DISCARD_S:.0f} s"
+    elif sec is not None and drive.nvme is None and (sec.erase_minutes
+                                                      or sec.enhanced_erase_minutes):
+        erase = "erase time from the drive's IDENTIFY"
+    else:
+        erase = f"erase {NVME_ERASE_S:.0f} s assumed"
+    return f"{write:.0f} MiB/s writes assumed ({drive.transport or '?'}), {erase}"

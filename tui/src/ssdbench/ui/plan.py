@@ -24,7 +24,7 @@ from ssdbench.ui.engine import (
     preset_op_levels,
     preset_plan,
 )
-from ssdbench.ui.estimate import estimate
+from ssdbench.ui.estimate import basis, estimate
 from ssdbench.ui.widgets import TopBar
 
 # (input id = plan key, label)
@@ -95,6 +95,8 @@ def plan_summary(plan: Plan, drives: list[Drive]) -> Text:
                  f"about {fmt.duration(est.seconds)}\n")
     t.append(f"Drives run in parallel: about {fmt.duration(total)} in all (estimate).",
              style="bold")
+    for how in dict.fromkeys(basis(d) for d in drives):
+        t.append(f"\nEstimate: {how}", style="dim")
     return t
 
 

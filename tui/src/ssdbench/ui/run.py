@@ -15,8 +15,9 @@ from ssdbench.ui import fmt
 from ssdbench.ui.state import DriveRunState
 from ssdbench.ui.widgets import STATE_STYLE, RunPanel, TopBar, stage_list
 
-COLUMN_WIDTHS = {"drive": 8, "stage": 18, "progress": 8, "ETA": 7, "IOPS": 9, "MiB/s": 8,
-                 "state": 10}
+# 80 columns in all with each cell's space either side; "probe-after_torture" is 19
+COLUMN_WIDTHS = {"drive": 7, "stage": 19, "%": 4, "ETA": 6, "IOPS": 8, "MiB/s": 7,
+                 "state": 9}
 COLUMNS = tuple(COLUMN_WIDTHS)
 
 
@@ -25,7 +26,7 @@ def progress_row(state: DriveRunState) -> tuple[Text | str, ...]:
     done = sum(1 for s in state.stages if s.state == "done")
     stage = cur.name if cur else f"{done}/{len(state.stages)} stages done"
     pct = "-" if cur is None or cur.fraction is None else f"{cur.fraction * 100:.0f}%"
-    return (state.drive, stage[:18], pct, fmt.duration(cur.eta_s if cur else None),
+    return (state.drive, stage[:19], pct, fmt.duration(cur.eta_s if cur else None),
             fmt.number(state.last_iops), fmt.number(state.last_mib_s, digits=1),
             Text(state.state, style=STATE_STYLE.get(state.state, "")))
 
@@ -51,7 +52,7 @@ class RunScreen(Screen[None]):
             with VerticalScroll(id="stages-pane"):
                 yield Static("", id="stages")
             yield RunPanel(id="panel")
-        yield RichLog(id="log", max_lines=500, wrap=False)
+        yield RichLog(id="log", max_lines=500, wrap=True)  # a long line is never cut
         yield Footer()
 
     def on_mount(self) -> None:
@@ -79,6 +80,7 @@ class RunScreen(Screen[None]):
 
     def _show(self, state: DriveRunState) -> None:
         self.query_one("#stages", Static).update(stage_list(state))
+        self._keep_running_stage_in_view(state)
         self.query_one("#panel", RunPanel).show(state)
         log = self.query_one("#log", RichLog)
         seen = self._log_len.get(state.drive, 0)
@@ -89,6 +91,27 @@ class RunScreen(Screen[None]):
         for line in lines[seen:]:
             log.write(f"{state.drive}: {line}")
         self._log_len[state.drive] = len(lines)
+
+    def _keep_running_stage_in_view(self, state: DriveRunState) -> None:
+        """Scroll the stage list so the running stage (or the last finished one) shows,
+        with a line of context above it."""
+        line, run, target = 0, None, None
+        for s in state.stages:
+            if s.run != run:
+                run = s.run
+                line += 1  # the run's header line
+            if s.state == "running" or (target is None and s.state == "pending"):
+                target = line
+                if s.state == "running":
+                    break
+            line += 1
+        if target is None:
+            target = line
+        pane = self.query_one("#stages-pane", VerticalScroll)
+        height = pane.size.height or 15
+        top = pane.scroll_y
+        if not top <= target < top + height:
+            pane.scroll_to(y=max(0, target - 2), animate=False, immediate=True)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         name = event.row_key.value if event.row_key is not None else None

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from ssdbench.progress import Progress
 
+WRITE_BOUND = ("fill", "probe-")  # stages whose time is bytes / the drive's write speed
+MEASURED_AFTER = 3  # seconds of a write-bound stage before its speed replaces the assumed
 SERIES_SECONDS = 300  # the live chart shows the last 5 minutes (one point per event second)
 LOG_LINES = 500
 FINAL_STATES = ("done", "failed", "cancelled", "skipped")
@@ -42,6 +44,11 @@ class DriveRunState:
     _sum_mib: float = 0.0
     _n_mib: int = 0
     _last_elapsed: float | None = None
+    series_stage: str | None = None  # the stage the chart's series belongs to
+    # the plan's estimate per (run, stage) in seconds, and the write speed it assumed
+    estimates: dict[tuple[str, str], float] = field(default_factory=dict)
+    assumed_write_mib_s: float | None = None
+    _write_samples: list[float] = field(default_factory=list)
 
     @classmethod
     def planned(cls, drive: str, stages: list[tuple[str, str]]) -> DriveRunState:
@@ -73,6 +80,53 @@ class DriveRunState:
         return self._sum_mib / self._n_mib if self._n_mib else None
 
     @property
+    def measured_write_mib_s(self) -> float | None:
+        """The mean write speed of the fill and probes so far (after a few seconds)."""
+        if len(self._write_samples) < MEASURED_AFTER:
+            return None
+        return sum(self._write_samples) / len(self._write_samples)
+
+    def _speed_factor(self) -> float:
+        measured = self.measured_write_mib_s
+        if not measured or not self.assumed_write_mib_s:
+            return 1.0
+        return self.assumed_write_mib_s / measured
+
+    @property
+    def plan_eta_s(self) -> float | None:
+        """Seconds left in this drive's plan: the running stage's own ETA, then the plan's
+        estimate of every stage still to come, its write-bound stages (fill, probes) scaled
+        by the write speed measured so far over the one the estimate assumed."""
+        if not self.estimates:
+            return None
+        factor = self._speed_factor()
+        left = 0.0
+        for st in self.stages:
+            est = self.estimates.get((st.run, st.name), 0.0)
+            if st.name.startswith(WRITE_BOUND):
+                est *= factor
+            if st.state == "pending":
+                left += est
+            elif st.state == "running":
+                left += st.eta_s if st.eta_s is not None else max(0.0, est - st.elapsed_s)
+        return left
+
+    @property
+    def plan_eta_basis(self) -> str:
+        """How the plan ETA was made, in words."""
+        measured = self.measured_write_mib_s
+        if measured is not None:
+            return f"writes {measured:,.1f} MiB/s measured"
+        if self.assumed_write_mib_s:
+            return f"writes {self.assumed_write_mib_s:,.0f} MiB/s assumed"
+        return "the plan's estimate"
+
+    def set_estimates(self, estimates: dict[tuple[str, str], float], *,
+                      assumed_write_mib_s: float | None) -> None:
+        self.estimates = dict(estimates)
+        self.assumed_write_mib_s = assumed_write_mib_s
+
+    @property
     def done_count(self) -> int:
         return sum(1 for s in self.stages if s.state in FINAL_STATES)
 
@@ -96,6 +150,7 @@ class DriveRunState:
         stage = self._stage(ev.run, ev.stage)
         if stage.state != "running" and ev.state == "running":
             self._reset_series()
+            self.series_stage = ev.stage
             self.log.append(f"{ev.run}/{ev.stage}: started")
         stage.state = ev.state
         if ev.fraction is not None:
@@ -124,6 +179,8 @@ class DriveRunState:
                     self.mib_s.append(ev.mib_s)
                     self._sum_mib += ev.mib_s
                     self._n_mib += 1
+                    if ev.stage.startswith(WRITE_BOUND) and ev.message != "result":
+                        self._write_samples.append(ev.mib_s)
 
     def _reset_series(self) -> None:
         self.iops.clear()

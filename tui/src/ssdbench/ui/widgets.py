@@ -62,9 +62,17 @@ def stage_progress(state: DriveRunState, width: int) -> Text:
     if cur is None:
         t.append(f"{state.drive}: {state.state}", style=STATE_STYLE.get(state.state, ""))
         return t
-    pct = "  ?%" if cur.fraction is None else f"{cur.fraction * 100:3.0f}%"
-    t.append(f"{cur.run}/{cur.name} ", style="bold")
-    t.append(f"{pct} elapsed {fmt.duration(cur.elapsed_s)} ETA {fmt.duration(cur.eta_s)}\n")
+    pct = "?%" if cur.fraction is None else f"{cur.fraction * 100:.0f}%"
+    # three short lines: a panel 45 columns wide never wraps them (#24 item 5)
+    t.append(f"{cur.name} ", style="bold")
+    t.append(f"{pct}  ETA {fmt.duration(cur.eta_s)}\n")
+    t.append(f"elapsed {fmt.duration(cur.elapsed_s)}")
+    plan_eta = state.plan_eta_s
+    if plan_eta is not None:
+        t.append("  plan ETA ")
+        t.append(fmt.duration(plan_eta), style="bold")
+        t.append(f"\nplan ETA from {state.plan_eta_basis}", style="dim")
+    t.append("\n")
     t.append(fmt.bar(cur.fraction, width), style="green")
     return t
 
@@ -103,7 +111,8 @@ RANDOM_STAGES = ("torture", "randread")  # IOPS is the measure; elsewhere MiB/s
 def chart_series(state: DriveRunState) -> tuple[list[float], str]:
     """IOPS for random stages, MiB/s for sequential ones (fill, probes, read scan)."""
     cur = state.current
-    random = cur.name in RANDOM_STAGES if cur is not None else bool(state.iops)
+    stage = cur.name if cur is not None else state.series_stage
+    random = stage in RANDOM_STAGES if stage is not None else bool(state.iops)
     if random and state.iops:
         return list(state.iops), "IOPS"
     if state.mib_s:
