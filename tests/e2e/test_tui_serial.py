@@ -77,7 +77,7 @@ def test_tui_on_the_serial_console_runs_a_quick_plan(dev_image: Path, tmp_path: 
         screen.type(SERIAL[-4:])
         screen.key("Enter", until="consistency-default")
         s = screen.wait(lambda t: f"{name}: finished: done" in t
-                        and re.search(rf"{name}\s+11/11 stages done", t) is not None, 600)
+                        and re.search(rf"{name}\s+12/12 stages done", t) is not None, 600)
         for _ in range(3):
             tmux("send-keys", "-t", session, "v")
             try:
