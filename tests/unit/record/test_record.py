@@ -164,7 +164,15 @@ def test_certificate_and_csv_carry_the_auditors_fields(tmp_path: Path) -> None:
     assert rows[0]["warnings"].startswith("other namespaces")
 
 
-def test_pdf_is_written(tmp_path: Path) -> None:
-    files = write_record_files(tmp_path, seal(record(), ""))
+def test_pdf_is_written_and_fits_one_a4_page(tmp_path: Path) -> None:
+    from weasyprint import HTML  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    hidden = {"nvme": {"warnings": ["other namespaces on this controller: nvme0n2; a "
+                                    "Format NVM of one namespace does not erase them"],
+                       "notes": []}}
+    sealed = seal(record(hidden=hidden), str(make_key(tmp_path)))
+    files = write_record_files(tmp_path, sealed)
     assert files["pdf"] is not None, files["pdf_problem"]
     assert (tmp_path / files["pdf"]).read_bytes()[:5] == b"%PDF-"
+    html = (tmp_path / files["html"]).read_text()
+    assert len(HTML(string=html).render().pages) == 1

@@ -18,7 +18,7 @@ CSV_COLUMNS = (
 )
 
 _CSS = """
-@page { size: A4; margin: 14mm 14mm 16mm 14mm; }
+@page { size: A4; margin: 11mm 13mm 13mm 13mm; }
 * { box-sizing: border-box; }
 body { font-family: "DejaVu Sans", "Liberation Sans", Arial, sans-serif; font-size: 10pt;
        color: #111; margin: 0 auto; max-width: 190mm; line-height: 1.35; }
@@ -40,7 +40,8 @@ table.kv td:first-child { width: 34%; color: #333; }
 table.kv tr:nth-child(odd) td { background: #fafafa; }
 table.grid th, table.grid td { border: 1px solid #bbb; }
 .warn { border: 2px solid #b36b00; background: #fff6e5; padding: 4px 8px; margin: 6px 0; }
-.warn li { margin: 2px 0; }
+.warn ul { margin: 2px 0; padding-left: 16px; }
+.warn li { margin: 1px 0; }
 .unsigned { border: 2px solid #a40000; color: #a40000; padding: 4px 8px; font-weight: bold; }
 .mono { font-family: "DejaVu Sans Mono", "Liberation Mono", monospace; font-size: 8.5pt;
         word-break: break-all; }
@@ -51,9 +52,12 @@ footer { margin-top: 10px; font-size: 8pt; color: #555; border-top: 1px solid #9
          padding-top: 4px; }
 .keep { break-inside: avoid; page-break-inside: avoid; }
 @media print {
-  body { max-width: none; font-size: 8.6pt; line-height: 1.25; }
-  h2 { margin: 7px 0 3px 0; font-size: 9.5pt; }
-  td, th { padding: 1px 5px; }
+  body { max-width: none; font-size: 8pt; line-height: 1.2; }
+  h1 { font-size: 15pt; }
+  .badge { font-size: 16pt; }
+  h2 { margin: 5px 0 2px 0; font-size: 9pt; }
+  td, th { padding: 0.5px 5px; }
+  .sign div { height: 12mm; }
 }
 """
 
