@@ -1,0 +1,230 @@
+"""The stores a bench can send results to: S3-compatible (boto3) and HTTP(S) PUT / WebDAV.
+
+Each store has ``put(key, data)``, ``get(key)`` and ``keys(prefix)``; every failure is a
+:class:`StoreError` whose message names no secret. A reader never sees half an object: an
+S3 PUT is atomic, nginx's PUT writes a temp file and renames it, and ``webdav`` PUTs a temp
+name and MOVEs it over the final one.
+"""
+
+from __future__ import annotations
+
+import base64
+import ssl
+import uuid
+import xml.etree.ElementTree as ET
+from http.client import HTTPConnection, HTTPException, HTTPSConnection
+from typing import Any, Protocol
+from urllib.parse import quote, unquote, urlsplit
+
+from ssdbench.lab.config import StoreConfig, scrub
+
+TIMEOUT_S = 20.0
+
+
+class StoreError(Exception):
+    """A send or read that failed. ``refused``: the store answered no (credentials,
+    permissions), as opposed to being unreachable."""
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        self.refused = refused
+        super().__init__(message)
+
+
+class Store(Protocol):
+    def put(self, key: str, data: bytes, content_type: str = ...) -> None: ...
+
+    def get(self, key: str) -> bytes: ...
+
+    def keys(self, prefix: str) -> list[str]: ...
+
+
+def content_type(name: str) -> str:
+    for ext, ctype in ((".json", "application/json"), (".csv", "text/csv"),
+                       (".html", "text/html; charset=utf-8"), (".txt", "text/plain"),
+                       (".log", "text/plain"), (".png", "image/png"),
+                       (".svg", "image/svg+xml"), (".fio", "text/plain")):
+        if name.endswith(ext):
+            return ctype
+    return "application/octet-stream"
+
+
+def open_store(cfg: StoreConfig) -> Store:
+    return S3Store(cfg) if cfg.kind == "s3" else HttpStore(cfg)
+
+
+class S3Store:
+    """An S3-compatible bucket through boto3 (imported only when used)."""
+
+    def __init__(self, cfg: StoreConfig) -> None:
+        self.cfg = cfg
+        self._client: Any = None
+
+    def _s3(self) -> Any:
+        if self._client is None:
+            try:
+                import boto3  # type: ignore[import-untyped]
+                from botocore.config import Config  # type: ignore[import-untyped]
+            except ImportError as exc:
+                raise StoreError("boto3 is not installed: the s3 store needs it") from exc
+            assert self.cfg.access_key is not None and self.cfg.secret_key is not None
+            self._client = boto3.session.Session().client(
+                "s3", endpoint_url=self.cfg.endpoint, region_name=self.cfg.region,
+                aws_access_key_id=self.cfg.access_key.reveal(),
+                aws_secret_access_key=self.cfg.secret_key.reveal(),
+                verify=str(self.cfg.ca_file) if self.cfg.ca_file else True,
+                config=Config(connect_timeout=TIMEOUT_S, read_timeout=TIMEOUT_S,
+                              retries={"max_attempts": 1, "mode": "standard"},
+                              s3={"addressing_style": "path"},
+                              request_checksum_calculation="when_required",
+                              response_checksum_validation="when_required"))
+        return self._client
+
+    def _error(self, what: str, exc: Exception) -> StoreError:
+        from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+
+        if isinstance(exc, ClientError):
+            err = exc.response.get("Error", {})
+            code = str(err.get("Code", ""))
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            refused = status in (401, 403) or code in (
+                "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket")
+            msg = f"{what}: the store answered {status} {code}".rstrip()
+            if refused:
+                msg += " (check the store's keys, bucket and permissions)"
+            return StoreError(scrub(msg, self.cfg.secrets()), refused=refused)
+        return StoreError(scrub(f"{what}: {type(exc).__name__}: {exc}", self.cfg.secrets()))
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        try:
+            self._s3().put_object(Bucket=self.cfg.bucket, Key=key, Body=data,
+                                  ContentType=content_type)
+        except StoreError:
+            raise
+        except Exception as exc:  # botocore raises many kinds; all mean "not sent"
+            raise self._error(f"sending {key}", exc) from None
+
+    def get(self, key: str) -> bytes:
+        try:
+            body: bytes = self._s3().get_object(Bucket=self.cfg.bucket, Key=key)["Body"].read()
+            return body
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise self._error(f"reading {key}", exc) from None
+
+    def keys(self, prefix: str) -> list[str]:
+        try:
+            pages = self._s3().get_paginator("list_objects_v2").paginate(
+                Bucket=self.cfg.bucket, Prefix=prefix)
+            # a key ending in / is a folder marker (s3proxy's filesystem backend lists them)
+            return [o["Key"] for page in pages for o in page.get("Contents", [])
+                    if not o["Key"].endswith("/")]
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise self._error(f"listing {prefix}", exc) from None
+
+
+class HttpStore:
+    """Plain HTTP(S) PUT (``http``) or WebDAV PUT + MOVE (``webdav``) under the endpoint."""
+
+    def __init__(self, cfg: StoreConfig) -> None:
+        self.cfg = cfg
+        url = urlsplit(cfg.endpoint)
+        self.https = url.scheme == "https"
+        self.host = url.hostname or ""
+        self.port = url.port
+        self.base = url.path.rstrip("/")
+        self._ctx = ssl.create_default_context(
+            cafile=str(cfg.ca_file) if cfg.ca_file else None) if self.https else None
+
+    def _headers(self) -> dict[str, str]:
+        if self.cfg.token:
+            return {"Authorization": f"Bearer {self.cfg.token.reveal()}"}
+        if self.cfg.password:
+            raw = f"{self.cfg.username}:{self.cfg.password.reveal()}".encode()
+            return {"Authorization": "Basic " + base64.b64encode(raw).decode()}
+        return {}
+
+    def _path(self, key: str) -> str:
+        return f"{self.base}/{quote(key)}"
+
+    def _request(self, method: str, path: str, body: bytes | None = None,
+                 headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+        conn: HTTPConnection
+        if self.https:
+            conn = HTTPSConnection(self.host, self.port, timeout=TIMEOUT_S, context=self._ctx)
+        else:
+            conn = HTTPConnection(self.host, self.port, timeout=TIMEOUT_S)
+        try:
+            conn.request(method, path, body=body, headers={**self._headers(), **(headers or {})})
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        except (OSError, HTTPException) as exc:
+            raise StoreError(scrub(f"{method} {unquote(path)}: {type(exc).__name__}: {exc}",
+                                   self.cfg.secrets())) from None
+        finally:
+            conn.close()
+
+    def _check(self, what: str, status: int) -> None:
+        if 200 <= status < 300:
+            return
+        refused = status in (401, 403)
+        msg = f"{what}: the store answered {status}"
+        if refused:
+            msg += " (check the store's username/password or token and permissions)"
+        raise StoreError(msg, refused=refused)
+
+    def _mkcols(self, key: str) -> None:
+        parts = key.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            self._request("MKCOL", self._path("/".join(parts[:i])) + "/")
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        headers = {"Content-Type": content_type}
+        if self.cfg.kind == "http":
+            status, _ = self._request("PUT", self._path(key), data, headers)
+            self._check(f"sending {key}", status)
+            return
+        folder, _, name = key.rpartition("/")
+        temp = f"{folder}/.{name}.tmp-{uuid.uuid4().hex[:12]}" if folder else f".{name}.tmp"
+        status, _ = self._request("PUT", self._path(temp), data, headers)
+        if status == 409:  # a parent collection is missing (Apache, Nextcloud)
+            self._mkcols(key)
+            status, _ = self._request("PUT", self._path(temp), data, headers)
+        self._check(f"sending {key}", status)
+        dest = ("https" if self.https else "http") + f"://{self.host}"
+        dest += f":{self.port}" if self.port else ""
+        status, _ = self._request("MOVE", self._path(temp), None,
+                                  {"Destination": dest + self._path(key), "Overwrite": "T"})
+        if not 200 <= status < 300:
+            self._request("DELETE", self._path(temp))
+        self._check(f"moving {key} into place", status)
+
+    def get(self, key: str) -> bytes:
+        status, body = self._request("GET", self._path(key))
+        self._check(f"reading {key}", status)
+        return body
+
+    def keys(self, prefix: str) -> list[str]:
+        """Every file under ``prefix`` (WebDAV PROPFIND, depth 1, folder by folder)."""
+        out: list[str] = []
+        todo = [prefix.strip("/")]
+        root = self.base + "/"
+        while todo:
+            folder = todo.pop()
+            path = self._path(folder) + "/" if folder else root
+            status, body = self._request("PROPFIND", path, None, {"Depth": "1"})
+            if status == 404:
+                continue
+            self._check(f"listing {folder or '/'}", status)
+            for resp in ET.fromstring(body).iter("{DAV:}response"):
+                href = unquote(urlsplit(resp.findtext("{DAV:}href") or "").path)
+                rel = href[len(root):] if href.startswith(root) else href.lstrip("/")
+                if rel.rstrip("/") == folder or not rel:
+                    continue
+                if rel.endswith("/"):
+                    todo.append(rel.rstrip("/"))
+                elif ".tmp-" not in rel.rpartition("/")[2]:
+                    out.append(rel)
+        return sorted(out)

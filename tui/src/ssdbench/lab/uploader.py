@@ -1,0 +1,312 @@
+"""Results to a store, the way the stick mirror copies them to a stick (docs/lab.md).
+
+* **When**: at every stage start and end (:meth:`StoreUploader.request`, which never blocks:
+  requests coalesce into one pending pass, a queue of one) and at the end (:meth:`close`);
+  ``status.json`` every ``status_seconds`` (a slot of one: the newest status wins).
+* **What**: every file of the RAM results folder whose size or mtime changed since it was
+  sent, unless its SHA-256 is the one the journal says was sent to the same key (a reboot
+  seeds RAM from the stick: nothing is sent twice). Keys:
+  ``<prefix>/<bench>/<serial>/<run id>/<file>`` for a drive folder's files (run id = the
+  drive folder's UTC start, file = the path inside it; the serial from its drive.json),
+  ``<prefix>/<bench>/_bench/<file>`` for the results folder's own files (index.html,
+  summary.csv, state.json), ``<prefix>/<bench>/status.json``.
+* **Journal**: ``store-journal.json`` in the results folder (so also on the stick): per file
+  its key, size, SHA-256 and when it was sent; it is never sent itself.
+* **Failures**: the store unreachable or refusing → one line (the reason, no secret), the
+  pass stops, the next try comes after a backoff (1 s doubling to 60 s); the files stay in
+  RAM (and on the stick). The thread is its own: a measurement never waits for the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ssdbench.lab.config import StoreConfig, scrub
+from ssdbench.lab.store import Store, StoreError, content_type
+from ssdbench.results import atomic
+
+JOURNAL = "store-journal.json"
+BENCH_FOLDER = "_bench"
+DRIVE_DIR_RE = re.compile(r"^(\d{8}T\d{6}Z)_")
+SAFE_RE = re.compile(r"[^A-Za-z0-9._-]")
+StatusFn = Callable[[], dict[str, Any]]
+
+
+def safe_name(text: str) -> str:
+    return SAFE_RE.sub("_", text) or "_"
+
+
+def bench_name(cfg: StoreConfig, cmdline_bench: str | None = None,
+               hostname: str | None = None) -> str:
+    """``[store] bench``, else ``ssdbench.bench=`` from the kernel command line, else the
+    host name."""
+    name = cfg.bench or cmdline_bench or hostname or socket.gethostname()
+    return safe_name(name.strip())
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass
+class Sent:
+    key: str
+    size: int
+    sha256: str
+    sent: str
+
+
+class StoreUploader:
+    """The RAM results folder kept sent to a store, in a thread of its own."""
+
+    def __init__(self, store: Store, cfg: StoreConfig, results_dir: Path, bench: str,
+                 say: Callable[[str], None], *, status: StatusFn | None = None,
+                 backoff_s: float = 1.0, backoff_max_s: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.store = store
+        self.cfg = cfg
+        self.results_dir = Path(results_dir)
+        self.bench = bench
+        self._say = say
+        self._status = status
+        self.backoff_s = backoff_s
+        self.backoff_max_s = backoff_max_s
+        self.clock = clock
+        self._memo: dict[str, tuple[int, int]] = {}
+        self._serials: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._dirty = True
+        self._retry_at: float | None = None
+        self._delay = backoff_s
+        self._status_due = 0.0
+        self.last_error: str | None = None
+        self.sent_total = 0
+        self.pending = 0
+        self.journal = self._load_journal()
+
+    # ---- names ----
+
+    @property
+    def base(self) -> str:
+        return "/".join(p for p in (self.cfg.prefix, self.bench) if p)
+
+    @property
+    def status_key(self) -> str:
+        return f"{self.base}/status.json"
+
+    def key_for(self, rel: str) -> str | None:
+        """The store key of a file (path relative to the results folder); None while its
+        drive folder has no readable drive.json yet (it is sent at a later pass)."""
+        parts = rel.split("/")
+        if len(parts) == 1:
+            return f"{self.base}/{BENCH_FOLDER}/{rel}"
+        m = DRIVE_DIR_RE.match(parts[0])
+        if m is None:
+            return f"{self.base}/{BENCH_FOLDER}/{rel}"
+        serial = self._serial(parts[0])
+        if serial is None:
+            return None
+        return f"{self.base}/{serial}/{m.group(1)}/{'/'.join(parts[1:])}"
+
+    def _serial(self, drive_dir: str) -> str | None:
+        if drive_dir in self._serials:
+            return self._serials[drive_dir]
+        try:
+            doc = json.loads((self.results_dir / drive_dir / "drive.json").read_text())
+            drive = doc.get("drive", doc)
+            serial = str(drive.get("serial") or drive.get("consent_id") or drive.get("name"))
+        except (OSError, ValueError, AttributeError):
+            return None
+        self._serials[drive_dir] = safe_name(serial)
+        return self._serials[drive_dir]
+
+    # ---- the journal ----
+
+    def _load_journal(self) -> dict[str, Sent]:
+        try:
+            doc = json.loads((self.results_dir / JOURNAL).read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(doc, dict) or doc.get("store") != self.cfg.describe():
+            return {}  # another store: everything goes there too
+        out = {}
+        for rel, e in (doc.get("sent") or {}).items():
+            try:
+                out[rel] = Sent(str(e["key"]), int(e["size"]), str(e["sha256"]), str(e["sent"]))
+            except (KeyError, TypeError, ValueError):
+                continue
+        return out
+
+    def _save_journal(self) -> None:
+        doc = {"schema": 1, "store": self.cfg.describe(), "bench": self.bench,
+               "sent": {rel: vars(s) for rel, s in sorted(self.journal.items())}}
+        atomic.write_text(self.results_dir / JOURNAL, json.dumps(doc, indent=1) + "\n")
+
+    # ---- one pass ----
+
+    def say(self, line: str) -> None:
+        self._say(scrub(line, self.cfg.secrets()))
+
+    def _files(self) -> list[Path]:
+        if not self.results_dir.is_dir():
+            return []
+        return sorted(p for p in self.results_dir.rglob("*") if p.is_file()
+                      and p.name != JOURNAL and not (p.name.startswith(".") and ".tmp-" in p.name))
+
+    def sync(self) -> int:
+        """Send what changed; never raises. Files sent; a failure sets ``last_error`` and
+        stops the pass (the rest waits for the next try)."""
+        with self._lock:
+            try:
+                return self._sync()
+            except StoreError as exc:
+                self._failed(str(exc))
+                return 0
+            except Exception as exc:  # the measurement must go on whatever happens here
+                self._failed(f"{type(exc).__name__}: {exc}")
+                return 0
+
+    def _sync(self) -> int:
+        sent = 0
+        waiting = 0
+        try:
+            for path in self._files():
+                rel = path.relative_to(self.results_dir).as_posix()
+                st = path.stat()
+                stamp = (st.st_size, st.st_mtime_ns)
+                if self._memo.get(rel) == stamp:
+                    continue
+                key = self.key_for(rel)
+                if key is None:
+                    waiting += 1
+                    continue
+                data = path.read_bytes()
+                digest = hashlib.sha256(data).hexdigest()
+                done = self.journal.get(rel)
+                if done is None or done.key != key or done.sha256 != digest:
+                    self.store.put(key, data, content_type(path.name))
+                    self.journal[rel] = Sent(key, len(data), digest, utc_now())
+                    sent += 1
+                self._memo[rel] = stamp
+        finally:
+            if sent:
+                self.sent_total += sent
+                self._save_journal()
+                self._memo[JOURNAL] = (0, 0)
+        self.pending = waiting
+        self._recovered()
+        return sent
+
+    def unsent(self) -> int:
+        """Files whose current bytes are not in the store (reads every file)."""
+        n = 0
+        for path in self._files():
+            rel = path.relative_to(self.results_dir).as_posix()
+            done = self.journal.get(rel)
+            if done is None or done.sha256 != hashlib.sha256(path.read_bytes()).hexdigest():
+                n += 1
+        return n
+
+    def send_status(self) -> bool:
+        """status.json now (with the store's own state); False when it failed."""
+        doc = dict(self._status()) if self._status is not None else {}
+        doc.setdefault("bench", self.bench)
+        doc["time"] = utc_now()
+        doc["store"] = {"sent_files": self.sent_total, "last_error": self.last_error}
+        with self._lock:
+            try:
+                self.store.put(self.status_key, json.dumps(doc, indent=1).encode(),
+                               "application/json")
+            except StoreError as exc:
+                self._failed(str(exc))
+                return False
+        return True
+
+    def _failed(self, why: str) -> None:
+        why = scrub(why, self.cfg.secrets())
+        if why != self.last_error:
+            self.say(f"store {self.cfg.describe()}: {why}; results kept in RAM "
+                     f"({self.results_dir}), retrying")
+        self.last_error = why
+        self._retry_at = self.clock() + self._delay
+        self._delay = min(self._delay * 2, self.backoff_max_s)
+        self._dirty = True
+
+    def _recovered(self) -> None:
+        if self.last_error is not None:
+            self.say(f"store {self.cfg.describe()} reachable again")
+        self.last_error = None
+        self._retry_at = None
+        self._delay = self.backoff_s
+
+    # ---- the background thread ----
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="store-uploader", daemon=True)
+        self._thread.start()
+
+    def request(self) -> None:
+        """Send soon (a stage started or ended); never blocks."""
+        self._dirty = True
+        self._wake.set()
+
+    def _next_wait(self) -> float:
+        now = self.clock()
+        due = [self._status_due] if self._status is not None else []
+        if self._retry_at is not None:
+            due.append(self._retry_at)
+        elif self._dirty:
+            due.append(now)
+        return max(0.0, min(due) - now) if due else 3600.0
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self._next_wait())
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            now = self.clock()
+            if self._retry_at is not None and now < self._retry_at:
+                continue  # backing off; a request waits for the retry
+            if self._dirty:
+                self._dirty = False
+                n = self.sync()
+                if n:
+                    self.say(f"results sent to the store ({n} files)")
+            if self._status is not None and self.clock() >= self._status_due:
+                self._status_due = self.clock() + self.cfg.status_seconds
+                if self._retry_at is None or self.clock() >= self._retry_at:
+                    self.send_status()
+
+    def close(self, cancel: threading.Event | None = None, *, wait_s: float = 0.0) -> int:
+        """Stop the thread; send what is left, retrying with backoff for up to ``wait_s``
+        seconds (or until ``cancel``). Files still unsent (0: everything is in the store)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+        cancel = cancel or threading.Event()
+        deadline = self.clock() + wait_s
+        while True:
+            self.sync()
+            if self._status is not None:
+                self.send_status()
+            if self.last_error is None and self.pending == 0:
+                return 0
+            left = deadline - self.clock()
+            if left <= 0 or cancel.is_set():
+                return max(self.unsent(), 1)
+            cancel.wait(min(left, max(0.0, (self._retry_at or self.clock()) - self.clock())
+                            or self.backoff_s))
