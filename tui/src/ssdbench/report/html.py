@@ -164,10 +164,15 @@ def _stats_rows(run: RunAnalysis) -> str:
                                            if s.longest_zero_run_start_s is not None else ""))),
         (low_label + ", whole run", s.low_seconds),
         (low_label + ", steady window", s.steady_low_seconds),
-        ("SNIA PTS steady state (5 × 60 s rounds, searched after the cliff)", Markup(
+        ("SNIA PTS steady state (5 × 60 s rounds, after the cliff, on the level the drive "
+         "keeps to the end)", Markup(
             f"reached at {ss.at_s} s (rounds {ss.first_round}–{(ss.first_round or 0) + 4}, "
             f"mean {ss.window_mean:,.0f} IOPS)" if ss.reached and ss.window_mean is not None
             else esc(_note(ss) or f"not reached (searched from {ss.search_from_s} s)"))),
+        ("SNIA PTS rule as written (from round 0, cannot look ahead)", Markup(
+            f"{lit.at_s} s (rounds {lit.first_round}–{lit.first_round + 4}, mean "
+            f"{lit.window_mean:,.0f} IOPS)" if (lit := ss.snia_literal) is not None
+            else "no window")),
         ("spare-area cliff (sustained < 50% of the plateau)", Markup(
             f"{c.at_s} s (plateau {c.reference_iops:,.0f} IOPS, best {c.reference_window_s} s "
             f"from t = {c.reference_start_s} s)"
@@ -178,13 +183,21 @@ def _stats_rows(run: RunAnalysis) -> str:
     lat_rows = []
     for label, lat in (("whole run", run.latency), ("steady window", run.steady_latency)):
         if lat is not None:
-            lat_rows.append([label, lat.seconds, lat.mean_us, lat.p99_median_us,
+            lat_rows.append([label, lat.seconds, lat.mean_us,
+                             _or_dash(lat.p99_pooled_us), _or_dash(lat.p9999_pooled_us),
                              lat.p99_worst_us, lat.p9999_worst_us, lat.max_us])
     if lat_rows:
+        # p99 / p99.99 of the window: of all its I/Os (the summed per-second histograms),
+        # not a median of per-second percentiles; "worst": the worst single second's
         out += "<h3>Latency (µs)</h3>" + table(
-            ["window", "seconds", "mean (I/O-weighted)", "p99 median", "p99 worst",
-             "p99.99 worst", "max"], lat_rows)
+            ["window", "seconds", "mean (I/O-weighted)", "p99 (all I/Os)",
+             "p99.99 (all I/Os)", "p99 worst second", "p99.99 worst second", "max"], lat_rows)
     return out
+
+
+def _or_dash(value: float | None) -> float | str:
+    """A pooled percentile, or "—" for a run without a histogram log (older runs)."""
+    return "—" if value is None else value
 
 
 def _fill_html(run: RunAnalysis) -> str:
@@ -198,7 +211,7 @@ def _fill_html(run: RunAnalysis) -> str:
         ("seconds", f.seconds), ("GiB written", f.gib_written),
         ("mean", mib_mb(f.mean_mib_s)), ("median", mib_mb(f.p50_mib_s)),
         ("min / max MiB/s", Markup(f"{num(f.min_mib_s)} / {num(f.max_mib_s)}")),
-        ("SLC-cache cliff (sustained < 70% of the first 30 s)", Markup(esc(cliff))),
+        ("SLC-cache cliff (sustained < 70% of the best 30 s before it)", Markup(esc(cliff))),
     ])
 
 
