@@ -23,7 +23,8 @@ def test_every_key_the_validator_accepts_is_in_the_table() -> None:
 @pytest.mark.parametrize("key", KEYS)
 def test_each_documented_key_is_accepted(key: str) -> None:
     values = {"plan": "diagnose", "select": "all-eligible", "destroy": "all-eligible",
-              "on_finish": "stay", "svg": False, "params": {}}
+              "on_finish": "stay", "svg": False, "params": {},
+              "store": {"kind": "http", "endpoint": "https://dav.lab.example"}}
     parse_config({key: values[key], "destroy": "all-eligible"})
 
 

@@ -56,3 +56,15 @@ def test_webdav_section() -> None:
     assert cfg.endpoint == "https://dav.lab" and cfg.secrets() == ["pw-1234"]
     with pytest.raises(StoreConfigError, match="is for s3"):
         parse_store({"kind": "http", "endpoint": "https://dav.lab", "bucket": "x"}, Path("."))
+
+
+def test_kiosk_config_names_the_store_key() -> None:
+    from ssdbench.kiosk.config import ConfigError, parse_config
+
+    cfg = parse_config({"plan": "diagnose", "store": dict(S3)}, "/stick/ssdbench.toml")
+    assert cfg.store is not None and cfg.store.bucket == "ssdbench"
+    with pytest.raises(ConfigError) as err:
+        parse_config({"plan": "diagnose", "store": {**S3, "endpoint": "ftp://x"}},
+                     "/stick/ssdbench.toml")
+    assert err.value.key == "store.endpoint"
+    assert str(err.value).startswith("/stick/ssdbench.toml: `store.endpoint`: expected")

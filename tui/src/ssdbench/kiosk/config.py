@@ -18,6 +18,12 @@ form; nothing destructive runs then.  Example (shipped as ``ssdbench.toml.exampl
 
     [params]                       # plan parameters (docs/results-format.md)
     torture_seconds = 600
+
+    [store]                        # results also to a lab's store (docs/lab.md)
+    kind = "s3"
+    endpoint = "https://s3.lab.example"
+    bucket = "ssdbench"
+    credentials_file = "store.ini"
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from ssdbench.lab.config import StoreConfig, StoreConfigError, parse_store
 
 PLANS = ("review", "quick", "trim", "diagnose", "erase")
 ON_FINISH = ("poweroff", "reboot", "stay")
@@ -74,6 +82,7 @@ class KioskConfig:
     on_finish: str = "stay"
     params: Mapping[str, Scalar] = field(default_factory=dict)
     svg: bool = True
+    store: StoreConfig | None = None  # [store]: results also to a lab's store (docs/lab.md)
 
     @property
     def destructive(self) -> bool:
@@ -95,7 +104,7 @@ class KioskConfig:
 
 
 # every top-level key the validator accepts (docs/kiosk.md "Config keys" lists each)
-KEYS = ("plan", "select", "destroy", "on_finish", "svg", "params")
+KEYS = ("plan", "select", "destroy", "on_finish", "svg", "params", "store")
 
 
 def _string_list(source: str, key: str, value: object, form: str) -> list[str]:
@@ -171,6 +180,13 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml") -> Kios
                 source, f"params.{key}", f"expected a number, string or boolean, got {value!r}"
             )
 
+    store = None
+    if "store" in data:
+        try:
+            store = parse_store(data["store"], Path(source).parent)
+        except StoreConfigError as exc:
+            raise ConfigError(source, exc.key, exc.problem) from None
+
     return KioskConfig(
         source=source,
         plan=plan,
@@ -181,6 +197,7 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml") -> Kios
         on_finish=on_finish,
         params=dict(params),
         svg=svg,
+        store=store,
     )
 
 
