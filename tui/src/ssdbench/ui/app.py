@@ -38,7 +38,7 @@ from ssdbench.ui.messages import (
     RunProgress,
     UnfinishedFound,
 )
-from ssdbench.ui.plan import PlanScreen
+from ssdbench.ui.plan import PlanForm, PlanScreen
 from ssdbench.ui.results import ResultsScreen
 from ssdbench.ui.run import RunScreen
 from ssdbench.ui.state import DriveRunState
@@ -101,6 +101,7 @@ class SsdbenchApp(App[int]):
         self.destination: DestinationView | None = None
         self.drives: list[Drive] = []
         self.run_states: dict[str, DriveRunState] = {}
+        self.plan_form: PlanForm | None = None  # the plan screen's last values
         self.outcomes: list[DriveOutcome] = []
         self.running = 0
         self.cancel_event = threading.Event()
@@ -304,7 +305,7 @@ class SsdbenchApp(App[int]):
     # ---- flow ----
 
     def open_plan(self, drives: list[Drive]) -> None:
-        self.push_screen(PlanScreen(drives))
+        self.push_screen(PlanScreen(drives, self.plan_form))
 
     def confirm_plan(self, drives: list[Drive], plan: Plan) -> None:
         refused = [d for d in drives if d.protected]

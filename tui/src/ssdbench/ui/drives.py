@@ -21,6 +21,32 @@ COLUMN_WIDTHS = {"sel": 4, "device": 8, "model": 20, "capacity": 9, "transport":
                  "serial": 16, "firmware": 9, "TRIM": 4, "security": 14, "erase": 16,
                  "health": 6, "temp": 5, "protected": 30}
 COLUMNS = tuple(COLUMN_WIDTHS)
+FIXED_COLUMNS = 2  # sel/PROT and device stay while Left/Right scroll the others
+
+
+class ColumnScrollTable(DataTable[Text | str]):
+    """Left/Right scroll one whole column (not one character: the protected column was
+    ~100 presses away)."""
+
+    def _scroll_columns(self, step: int) -> None:
+        edges: list[int] = []
+        x = 0
+        for i, column in enumerate(self.ordered_columns):
+            if i >= self.fixed_columns:
+                edges.append(x)
+                x += column.get_render_width(self)
+        here = round(self.scroll_x)
+        if step > 0:
+            target = next((e for e in edges if e > here), self.max_scroll_x)
+        else:
+            target = max((e for e in edges if e < here), default=0)
+        self.scroll_to(x=min(target, self.max_scroll_x), animate=False, immediate=True)
+
+    def action_cursor_right(self) -> None:
+        self._scroll_columns(1)
+
+    def action_cursor_left(self) -> None:
+        self._scroll_columns(-1)
 
 
 def drive_row(drive: Drive, selected: bool) -> tuple[Text | str, ...]:
@@ -54,7 +80,8 @@ def details(drive: Drive | None) -> Text:
          + (", rotational" if drive.rotational else "") + ")")
     line("Model", f"{drive.vendor + ' ' if drive.vendor else ''}{drive.model or '-'}")
     line("Serial", f"{drive.serial or '-'}   firmware {drive.firmware or '-'}")
-    line("Capacity", f"{fmt.size(drive.size_bytes)} ({drive.size_bytes:,} bytes), sectors "
+    line("Capacity", f"{fmt.size(drive.size_bytes)} = {drive.size_bytes / 2**20:,.1f} MiB "
+         f"({drive.size_bytes:,} bytes), sectors "
          f"{drive.logical_block_size}/{drive.physical_block_size}")
     trim = "yes" if drive.trim_supported else "no"
     if drive.trim_supported:
@@ -129,7 +156,7 @@ class DrivesScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield TopBar(id="topbar")
         yield Static(self.status, id="drives-status")
-        yield DataTable(id="drives", cursor_type="row", zebra_stripes=False)
+        yield ColumnScrollTable(id="drives", cursor_type="row", zebra_stripes=False)
         with VerticalScroll(id="details-pane"):
             yield Static(details(None), id="details")
         yield Footer()
@@ -138,6 +165,7 @@ class DrivesScreen(Screen[None]):
         table = self.query_one("#drives", DataTable)
         for c, width in COLUMN_WIDTHS.items():
             table.add_column(c, key=c, width=width)
+        table.fixed_columns = FIXED_COLUMNS
         table.focus()
 
     # ---- driven by the app's message handlers ----

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ssdbench.commands.list import human_size
 from ssdbench.devices import Drive
 
 FULL = "\u2588"  # █
@@ -14,16 +15,11 @@ LIGHT = "\u2591"  # ░
 
 
 def size(n: int | float | None) -> str:
-    """Decimal units like drive labels (500 GB), binary below 1 GB for loop devices."""
+    """Decimal units like drive labels (500.1 GB, 67.1 MB), the same text as `ssdbench
+    list` (one unit system on every screen; the details add MiB and bytes)."""
     if n is None:
         return "-"
-    if n <= 0:
-        return "unknown"  # a drive whose size no tool gave sanely
-    if n >= 1e12:
-        return f"{n / 1e12:.2f} TB"
-    if n >= 1e9:
-        return f"{n / 1e9:.1f} GB"
-    return f"{n / 2**20:.0f} MiB"
+    return human_size(int(n))
 
 
 def duration(seconds: float | None) -> str:

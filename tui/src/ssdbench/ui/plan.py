@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -100,6 +101,26 @@ def plan_summary(plan: Plan, drives: list[Drive]) -> Text:
     return t
 
 
+def preset_help(preset: str, values: dict[str, str]) -> str:
+    """The preset's description, or, once a field differs from it, what was changed (the
+    description would still say "60 s tortures" after Torture was set to 30)."""
+    base = form_values(preset)
+    changed = [f"{label} {values[key]} (preset {base[key]})" for key, label in FIELDS
+               if values.get(key, base[key]).replace(" ", "") != base[key]]
+    if not changed:
+        return preset_plan(preset).description
+    return f"{preset} with changes: " + ", ".join(changed)
+
+
+@dataclass(frozen=True)
+class PlanForm:
+    """What the plan screen showed last (the next `p` starts from it, not the preset)."""
+
+    preset: str
+    erase: str
+    values: dict[str, str]
+
+
 class PlanScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "start", "Start", key_display="^S"),
@@ -107,10 +128,11 @@ class PlanScreen(Screen[None]):
         Binding("escape", "back", "Back", key_display="Esc"),
     ]
 
-    def __init__(self, drives: list[Drive]) -> None:
+    def __init__(self, drives: list[Drive], form: PlanForm | None = None) -> None:
         super().__init__()
         self.drives = drives
-        self.preset = "quick"
+        self.form = form or PlanForm("quick", ERASE_SECURE, form_values("quick"))
+        self.preset = self.form.preset
         self.plan: Plan | None = None
 
     def compose(self) -> ComposeResult:
@@ -122,12 +144,12 @@ class PlanScreen(Screen[None]):
                 yield Label("Preset", classes="label")
                 yield Select([(p, p) for p in PRESETS], value=self.preset,
                              allow_blank=False, compact=True, id="preset")
-            yield Static(preset_plan(self.preset).description, id="preset-help")
+            values = self.form.values
+            yield Static(preset_help(self.preset, values), id="preset-help")
             with Horizontal(classes="field"):
                 yield Label("Erase method", classes="label")
-                yield Select(list(ERASE_CHOICES), value=ERASE_SECURE, allow_blank=False,
+                yield Select(list(ERASE_CHOICES), value=self.form.erase, allow_blank=False,
                              compact=True, id="erase")
-            values = form_values(self.preset)
             for key, label in FIELDS:
                 with Horizontal(classes="field"):
                     yield Label(label, classes="label")
@@ -145,9 +167,13 @@ class PlanScreen(Screen[None]):
 
     def revalidate(self) -> None:
         erase = self.query_one("#erase", Select).value
+        values = self._values()
+        self.form = PlanForm(self.preset, str(erase), values)
+        self.app.plan_form = self.form  # type: ignore[attr-defined]
+        self.query_one("#preset-help", Static).update(preset_help(self.preset, values))
         error = self.query_one("#plan-error", Static)
         try:
-            self.plan = build_plan(self.preset, self._values(), str(erase), self.drives)
+            self.plan = build_plan(self.preset, values, str(erase), self.drives)
         except ParamError as exc:
             self.plan = None
             error.update(Text(str(exc), style="bold red"))
@@ -159,8 +185,6 @@ class PlanScreen(Screen[None]):
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "preset" and event.value != self.preset:
             self.preset = str(event.value)
-            self.query_one("#preset-help", Static).update(
-                preset_plan(self.preset).description)
             for key, _ in FIELDS:
                 self.query_one(f"#{key}", Input).value = form_values(self.preset)[key]
         self.revalidate()

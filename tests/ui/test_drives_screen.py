@@ -1,0 +1,57 @@
+"""The drives screen (#24 item 8): one unit for capacities, here and in `ssdbench list`;
+every column a few Right presses away with the selection column kept; the plan form keeps
+what was typed, and the preset text says when a value was changed."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable, Input, Static
+
+from ssdbench.commands.list import human_size
+from ssdbench.ui import fmt
+from ssdbench.ui.drives import DrivesScreen
+from ssdbench.ui.plan import PlanScreen
+from tests.ui.conftest import make_app, wait_for
+from tests.ui.test_flow import discovered, to_plan
+
+
+def test_capacities_in_one_unit_on_screen_and_in_list() -> None:
+    for n in (64 * 2**20, 894 * 2**20, 274_877_906_944, 2_000_398_934_016, 33_554_432):
+        assert fmt.size(n) == human_size(n)
+    assert fmt.size(64 * 2**20) == "67.1 MB"  # as the drive label would say it
+
+
+async def test_the_protected_column_is_a_few_right_presses_away() -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 25)) as pilot:
+        await discovered(pilot, app)
+        screen = app.screen
+        assert isinstance(screen, DrivesScreen)
+        table = screen.query_one("#drives", DataTable)
+        assert table.fixed_columns >= 1  # sel / PROT never scrolls away
+        last = table.ordered_columns[-1]
+        assert str(last.label) == "protected"
+        for _ in range(12):
+            await pilot.press("right")
+        await pilot.pause()
+        assert table.scroll_x >= table.max_scroll_x > 0, (table.scroll_x, table.max_scroll_x)
+        for _ in range(12):
+            await pilot.press("left")
+        await pilot.pause()
+        assert table.scroll_x == 0
+
+
+async def test_the_plan_form_keeps_what_was_typed_and_says_it_changed() -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 25)) as pilot:
+        screen = await to_plan(pilot, app)
+        screen.query_one("#torture_seconds", Input).value = "30"
+        await pilot.pause()
+        help_text = str(screen.query_one("#preset-help", Static).content)
+        assert "60 s tortures" not in help_text and "30" in help_text, help_text
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, DrivesScreen), what="drives")
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen), what="plan again")
+        again = app.screen
+        assert isinstance(again, PlanScreen)
+        assert again.query_one("#torture_seconds", Input).value == "30"
