@@ -4,14 +4,14 @@ what was typed, and the preset text says when a value was changed."""
 
 from __future__ import annotations
 
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from ssdbench.commands.list import human_size
 from ssdbench.ui import fmt
 from ssdbench.ui.drives import DrivesScreen
 from ssdbench.ui.plan import PlanScreen
 from tests.ui.conftest import make_app, wait_for
-from tests.ui.test_flow import discovered, to_plan
+from tests.ui.test_flow import drives_table, to_plan
 
 
 def test_capacities_in_one_unit_on_screen_and_in_list() -> None:
@@ -23,10 +23,7 @@ def test_capacities_in_one_unit_on_screen_and_in_list() -> None:
 async def test_the_protected_column_is_a_few_right_presses_away() -> None:
     app = make_app()
     async with app.run_test(size=(80, 25)) as pilot:
-        await discovered(pilot, app)
-        screen = app.screen
-        assert isinstance(screen, DrivesScreen)
-        table = screen.query_one("#drives", DataTable)
+        _screen, table = await drives_table(pilot, app)
         assert table.fixed_columns >= 1  # sel / PROT never scrolls away
         last = table.ordered_columns[-1]
         assert str(last.label) == "protected"

@@ -26,6 +26,14 @@ async def discovered(pilot, app) -> None:
     await pilot.pause()
 
 
+async def drives_table(pilot, app) -> tuple[DrivesScreen, DataTable]:
+    """The drives screen once discovery has painted it, and its table."""
+    await discovered(pilot, app)
+    screen = app.screen
+    assert isinstance(screen, DrivesScreen)
+    return screen, screen.query_one("#drives", DataTable)
+
+
 async def to_plan(pilot, app) -> PlanScreen:
     await discovered(pilot, app)
     await pilot.press("space")  # loop1 is the first row
@@ -46,10 +54,7 @@ async def fill_plan(pilot, screen: PlanScreen) -> None:
 async def test_drives_table_and_protected_drive_refused() -> None:
     app = make_app()
     async with app.run_test(size=(80, 25)) as pilot:
-        await discovered(pilot, app)
-        screen = app.screen
-        assert isinstance(screen, DrivesScreen)
-        table = screen.query_one("#drives", DataTable)
+        screen, table = await drives_table(pilot, app)
         assert table.row_count == 2
         assert [d.name for d in screen.drives] == ["loop1", "vda"]
         await pilot.press("down", "space")  # vda: the boot medium
