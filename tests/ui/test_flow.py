@@ -26,7 +26,7 @@ async def discovered(pilot, app) -> None:
     await pilot.pause()
 
 
-async def drives_table(pilot, app) -> tuple[DrivesScreen, DataTable]:
+async def drives_table(pilot, app) -> tuple[DrivesScreen, DataTable[object]]:
     """The drives screen once discovery has painted it, and its table."""
     await discovered(pilot, app)
     screen = app.screen
