@@ -217,7 +217,7 @@ async def test_unfinished_plan_in_the_journal_is_offered_and_resumed(tmp_path: P
     app = make_app(engine, results_root=tmp_path)
     async with app.run_test(size=(80, 25)) as pilot:
         await discovered(pilot, app)
-        await wait_for(pilot, lambda: "Unfinished plan(s) on loop1" in app.drives_screen.status,
+        await wait_for(pilot, lambda: "Unfinished plan on loop1" in app.drives_screen.status,
                        what="journal checked")
         await pilot.press("R")
         await wait_for(pilot, lambda: isinstance(app.screen, ConsentScreen), what="consent")

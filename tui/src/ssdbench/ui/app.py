@@ -20,6 +20,7 @@ from textual.scrollbar import ScrollBarRender
 from textual.worker import get_current_worker
 
 from ssdbench.devices import Drive, discover
+from ssdbench.exitcodes import ExitCode
 from ssdbench.progress import Progress
 from ssdbench.system import Host, live_host
 from ssdbench.ui.dialogs import ConfirmScreen, ConsentScreen, HelpScreen
@@ -86,6 +87,8 @@ class SsdbenchApp(App[int]):
         Binding("f1", "help", "Help", key_display="F1"),
         Binding("question_mark", "help", "Help", show=False),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        # as q (asks in a run), not Textual's "Press q to quit" toast
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
     def __init__(self, host: Host | None = None, engine: Engine | None = None, *,
@@ -102,6 +105,7 @@ class SsdbenchApp(App[int]):
         self.drives: list[Drive] = []
         self.run_states: dict[str, DriveRunState] = {}
         self.plan_form: PlanForm | None = None  # the plan screen's last values
+        self.farewell = ""  # printed on the terminal after the app ends (run_tui)
         self.outcomes: list[DriveOutcome] = []
         self.running = 0
         self.cancel_event = threading.Event()
@@ -235,8 +239,7 @@ class SsdbenchApp(App[int]):
         here = [names[k] for k in message.entries if k in names]
         if here:
             self.drives_screen.set_status(
-                f"Unfinished plan(s) on {', '.join(here)} (power loss or cancel): "
-                "R resumes. Space selects, p plans a new run.")
+                f"Unfinished plan on {', '.join(here)}: R resumes it; p plans a new run.")
 
     def on_discovery_failed(self, message: DiscoveryFailed) -> None:
         self.discoveries += 1
@@ -370,7 +373,9 @@ class SsdbenchApp(App[int]):
         if not plan.destructive:
             done(True)
             return
-        self.push_screen(ConsentScreen(drive, index + 1, len(jobs)), done)
+        entry = self.unfinished.get(drive.consent_id, {})
+        self.push_screen(ConsentScreen(drive, index + 1, len(jobs),
+                                       resuming=resume_text(plan, entry)), done)
 
     def start_plan(self, drives: list[Drive], plan: Plan) -> None:
         self.start_jobs([(d, plan) for d in drives])
@@ -408,7 +413,20 @@ class SsdbenchApp(App[int]):
                 self.notify("Cancelling: fio is stopped cleanly, the run is marked "
                             "cancelled.", severity="warning")
 
-        self.push_screen(ConfirmScreen("Cancel the run on every drive?"), done)
+        self.push_screen(ConfirmScreen("Cancel the run on every drive?\n\n"
+                                       + self._left_behind()), done)
+
+    def _left_behind(self) -> str:
+        """What a cancel leaves: the drive's state, the results, how to go on."""
+        return (f"fio is stopped cleanly; the drives are left partly written (their data "
+                f"was already erased). What was measured stays in {self.results_root}; "
+                "R on the drives screen resumes the plan, redoing the cancelled run from "
+                "its erase.")
+
+    def _cancelled_farewell(self) -> str:
+        names = ", ".join(self.run_states) or "the drives"
+        return (f"ssdbench: run cancelled on {names}; the drives are left partly written. "
+                f"Results so far: {self.results_root} (ssdbench, then R, resumes).")
 
     def open_results(self) -> None:
         self.clear_notifications()
@@ -435,10 +453,14 @@ class SsdbenchApp(App[int]):
             def done(yes: bool | None) -> None:
                 if yes:
                     self.cancel_event.set()
-                    self.exit(0)
+                    self.farewell = self._cancelled_farewell()
+                    self.exit(int(ExitCode.INTERRUPTED), return_code=int(ExitCode.INTERRUPTED))
 
-            self.push_screen(ConfirmScreen("A run is in progress. Cancel it and quit?"), done)
+            self.push_screen(ConfirmScreen("A run is in progress. Cancel it and quit?\n\n"
+                                           + self._left_behind()), done)
             return
+        if self.outcomes:
+            self.farewell = f"ssdbench: results in {self.results_root}"
         self.exit(0)
 
 
@@ -460,6 +482,27 @@ def console_safe_scrollbars() -> None:
 
 
 def run_tui() -> int:
+    import sys
+
     app = build_app()
     result = app.run()
+    if app.farewell:  # the terminal is not left blank: what happened, where the files are
+        print(app.farewell, file=sys.stderr)
     return int(result or 0)
+
+
+def resume_text(plan: Plan, entry: dict[str, object]) -> str:
+    """What R resumes, for its consent: the plan, each run's state in the journal."""
+    runs = entry.get("runs")
+    states = runs if isinstance(runs, dict) else {}
+    parts = []
+    for r in plan.runs:
+        rec = states.get(r.name)
+        state = rec.get("state") if isinstance(rec, dict) else None
+        if state in ("done", "failed"):
+            parts.append(f"{r.name} {state} (kept)")
+        elif state is not None:
+            parts.append(f"{r.name} {state} (redone from its erase)")
+        else:
+            parts.append(f"{r.name} to run")
+    return f"Resumes plan {plan.name}: " + ", ".join(parts)

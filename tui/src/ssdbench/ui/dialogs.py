@@ -27,11 +27,12 @@ class ConsentScreen(ModalScreen[bool]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, drive: Drive, index: int, count: int) -> None:
+    def __init__(self, drive: Drive, index: int, count: int, *, resuming: str = "") -> None:
         super().__init__()
         self.drive = drive
         self.index = index
         self.count = count
+        self.resuming = resuming  # R: which plan and runs are resumed
 
     def compose(self) -> ComposeResult:
         d = self.drive
@@ -41,11 +42,13 @@ class ConsentScreen(ModalScreen[bool]):
                  "DESTROYED\n\n", style="bold red")
         t.append(f"{d.path}  {d.model or '-'}  {fmt.size(d.size_bytes)}\n")
         t.append(f"{what}: {d.consent_id}\n\n")
+        if self.resuming:
+            t.append(f"{self.resuming}\n\n", style="bold")
         noun = "serial" if d.serial else "kernel name"
         t.append(f"Type the last {len(consent_suffix(d))} characters of its {noun}"
                  " and press Enter (Esc cancels the plan).")
         with Vertical(id="dialog"):
-            yield Static(t)
+            yield Static(t, id="consent-text")
             yield Input(placeholder="last characters", id="consent-input", compact=True,
                         max_length=CONSENT_CHARS)
             yield Static("", id="consent-error")

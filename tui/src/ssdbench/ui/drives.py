@@ -143,7 +143,7 @@ class DrivesScreen(Screen[None]):
         Binding("space", "toggle_drive", "Select", key_display="Space"),
         Binding("p", "plan", "Plan"),
         Binding("r", "rescan", "Rescan"),
-        Binding("R", "resume", "Resume", show=False),
+        Binding("R", "resume", "Resume"),
         Binding("q", "app.quit", "Quit"),
     ]
 

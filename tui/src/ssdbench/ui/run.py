@@ -128,7 +128,16 @@ class RunScreen(Screen[None]):
     def mark_finished(self) -> None:
         self.finished = True
         self.refresh_all()
-        self.notify("Plan finished: press v (or Enter) for the results.", timeout=10)
+        states = {s.state for s in self.states.values()}
+        if "cancelled" in states:
+            self.notify("Run cancelled: the drives are left partly written. v (or Enter): "
+                        "the results so far; R on the drives screen resumes.",
+                        severity="warning", timeout=10)
+        elif "failed" in states:
+            self.notify("Plan ended with a failure: v (or Enter) for the results and why.",
+                        severity="error", timeout=10)
+        else:
+            self.notify("Plan finished: press v (or Enter) for the results.", timeout=10)
 
     def action_cancel_run(self) -> None:
         if self.finished:
