@@ -314,3 +314,34 @@ def test_store_error_names_no_secret_when_unreachable() -> None:
     with pytest.raises(StoreError) as err:
         open_store(cfg).put("a/b", b"x")
     assert SECRET not in str(err.value) and not err.value.refused
+
+
+def test_kiosk_sends_its_results_and_status_beside_the_stick(dav: Nginx, tmp_path: Path) -> None:
+    """kiosk/run.py wiring: the kiosk's own files and status.json reach the store, the
+    console names the store but no secret (the recorded QEMU machine; a select that matches
+    nothing, so that no fio runs)."""
+    import io
+
+    from ssdbench.devices.bundle import load_bundle
+    from ssdbench.kiosk.run import KioskOptions, run_kiosk
+    from ssdbench.system import Host
+
+    config = tmp_path / "ssdbench.toml"
+    config.write_text(
+        'plan = "quick"\nselect = ["serial:NOSUCHSERIAL"]\ndestroy = "all-eligible"\n'
+        f'[store]\nkind = "webdav"\nendpoint = "{dav.endpoint}"\nprefix = "lab1"\n'
+        f'username = "bench"\npassword = "{SECRET}"\nbench = "bench-07"\n')
+    b = load_bundle(DATA / "bundles" / "qemu-nvme-ahci-usb")
+    out, err = io.StringIO(), io.StringIO()
+    results = tmp_path / "results"
+    run_kiosk(KioskOptions(config=config, results=results, no_power=True),
+              Host(b.runner, b.fs), out, err)
+    console = out.getvalue() + err.getvalue()
+    assert f"results also to webdav {dav.endpoint}/lab1 as bench bench-07" in console
+    assert "all results sent to webdav" in console, console
+    assert SECRET not in console
+    store = open_store(dav_config(dav))
+    assert store.get("lab1/bench-07/_bench/kiosk.txt") == (results / "kiosk.txt").read_bytes()
+    status = json.loads(store.get("lab1/bench-07/status.json"))
+    assert status["bench"] == "bench-07" and status["state"] == "done"
+    assert status["plan"] == "quick" and status["store"]["last_error"] is None

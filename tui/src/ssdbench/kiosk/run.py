@@ -28,10 +28,13 @@ from ssdbench.kiosk.config import (
     KioskConfig,
     choose_drives,
     find_config,
+    kernel_cmdline_value,
     load_config,
     unmatched_selectors,
 )
 from ssdbench.kiosk.mirror import StickMirror
+from ssdbench.lab.live import LiveStatus, start_store
+from ssdbench.lab.uploader import StoreUploader
 from ssdbench.plan import engine
 from ssdbench.plan.engine import DriveJob, DriveOutcome
 from ssdbench.plan.journal import Journal, JournalError
@@ -241,12 +244,22 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
             print(f"ssdbench: would {what} {job.plan.name} on {job.drive.path} "
                   f"({job.drive.model or '?'} {job.drive.consent_id}), results in {root}",
                   file=out, flush=True)
+        if config.store is not None:
+            print(f"ssdbench: would send the results to {config.store.describe()}", file=out)
         return int(ExitCode.NO_SUCH_DRIVE if selection else ExitCode.OK)
     if selection:  # in the results too: the stick is what the tester reads afterwards
         root.mkdir(parents=True, exist_ok=True)
         atomic.write_text(root / "kiosk.txt", "".join(f"{line}\n" for line in selection))
     if mirror is not None:
         mirror.start()
+    store: tuple[StoreUploader, LiveStatus] | None = None
+    if config.store is not None:  # beside the stick: results and status.json to the lab
+        store = start_store(
+            config.store, root, plan.name, {d.name: d.consent_id for d in drives},
+            cmdline_bench=kernel_cmdline_value(cmdline, "ssdbench.bench"),
+            say=lambda line: print(f"ssdbench: {line}", file=out, flush=True))
+        print(f"ssdbench: results also to {config.store.describe()} as bench "
+              f"{store[0].bench}", file=out, flush=True)
     for drive_dir in reports:  # finished, but the power went during its report
         print(f"ssdbench: {drive_dir.name}: the report was not written (interrupted); "
               "writing it", file=out, flush=True)
@@ -257,13 +270,17 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
         print("ssdbench: no drive to test", file=out, flush=True)
         outcomes: list[DriveOutcome] = []
     else:
-        outcomes = _run(jobs, root, journal, out, cancel, mirror=mirror, svg=config.svg)
+        outcomes = _run(jobs, root, journal, out, cancel, mirror=mirror, svg=config.svg,
+                        store=store)
     for problem in engine.finish(root, svg=config.svg):
         print(f"ssdbench: {problem}", file=out, flush=True)
     _summary(outcomes, out)
     sync_destination()
     if mirror is not None:
         _save(mirror, config.on_finish, cancel, out)
+    if store is not None:
+        _send(store, outcomes, config.on_finish, cancel, out,
+              on_stick=mirror is not None and mirror.on_stick() is not None)
     if config.on_finish in ("poweroff", "reboot") and not opts.no_power:
         print(f"ssdbench: {config.on_finish}", file=out, flush=True)
         power(host, config.on_finish, err)
@@ -302,6 +319,26 @@ def _save(mirror: StickMirror, on_finish: str, cancel: threading.Event, out: Tex
               file=out, flush=True)
 
 
+def _send(store: tuple[StoreUploader, LiveStatus], outcomes: list[DriveOutcome],
+          on_finish: str, cancel: threading.Event, out: TextIO, *, on_stick: bool) -> None:
+    """The last send to the store: before a power-off or reboot with the results only in
+    RAM, keep retrying until they are all there (or cancel); else try for 2 minutes (what
+    is left is on the stick and goes at the next boot, the journal says what was sent)."""
+    uploader, live = store
+    states = {o.state for o in outcomes}
+    live.finish("done" if states <= {"done"} else "cancelled" if "cancelled" in states
+                else "failed")
+    forever = on_finish in ("poweroff", "reboot") and not on_stick
+    unsent = uploader.close(cancel, wait_s=365 * 86400.0 if forever else 120.0)
+    if unsent:
+        print(f"ssdbench: {unsent} files not sent to the store ({uploader.last_error}); "
+              "they are kept " + ("on the stick and go at the next boot" if on_stick
+                                  else f"in RAM ({uploader.results_dir})"),
+              file=out, flush=True)
+    else:
+        print(f"ssdbench: all results sent to {uploader.cfg.describe()}", file=out, flush=True)
+
+
 def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal,
           out: TextIO, *, reports: list[Path]) -> list[DriveJob]:
     """The drives to run or resume; finished drives whose report is missing go to
@@ -330,7 +367,8 @@ def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal
 
 def _run(jobs: list[DriveJob], root: Path, journal: Journal, out: TextIO,
          cancel: threading.Event, *, mirror: StickMirror | None = None,
-         svg: bool = True) -> list[DriveOutcome]:
+         svg: bool = True, store: tuple[StoreUploader, LiveStatus] | None = None
+         ) -> list[DriveOutcome]:
     def factory() -> Host:
         from ssdbench.system import live_host
 
@@ -339,9 +377,14 @@ def _run(jobs: list[DriveJob], root: Path, journal: Journal, out: TextIO,
     def go(lines: EventLines) -> list[DriveOutcome]:
         def progress(ev: Progress) -> None:
             lines(ev)
-            # a stage started or ended: its files and the journal go to the stick
-            if mirror is not None and (ev.state != "running" or ev.message == "started"):
-                mirror.request()
+            if store is not None:
+                store[1](ev)
+            # a stage started or ended: its files and the journal go to the stick (and store)
+            if ev.state != "running" or ev.message == "started":
+                if mirror is not None:
+                    mirror.request()
+                if store is not None:
+                    store[0].request()
 
         return engine.run_plans(factory, jobs, results_root=root, progress=progress,
                                 cancel=cancel, journal=journal, report_progress=True,

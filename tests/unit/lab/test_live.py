@@ -1,0 +1,22 @@
+"""status.json's content from the Progress events the console sees."""
+
+from __future__ import annotations
+
+from ssdbench.lab.live import LiveStatus
+from ssdbench.progress import Progress
+
+
+def test_snapshot_has_each_drive_the_last_event_and_errors() -> None:
+    live = LiveStatus("bench-07", "quick", {"nvme0n1": "S4EV0001"})
+    live(Progress("nvme0n1", "trim", "torture", "running", message="started"))
+    live(Progress("nvme0n1", "trim", "torture", "running", fraction=0.4567, iops=12345.67,
+                  eta_s=61.4))
+    live(Progress("sda", "trim", "erase", "failed", message="frozen"))
+    snap = live.snapshot()
+    nvme = snap["drives"][0]
+    assert (nvme["drive"], nvme["serial"], nvme["stage"], nvme["percent"], nvme["iops"],
+            nvme["eta_s"]) == ("nvme0n1", "S4EV0001", "torture", 45.7, 12345.7, 61)
+    assert snap["last_event"] == "sda trim erase failed: frozen"
+    assert snap["errors"] == ["sda trim erase: frozen"] and snap["state"] == "running"
+    live.finish("failed")
+    assert live.snapshot()["state"] == "failed"
