@@ -15,7 +15,7 @@ from ssdbench import __version__
 from ssdbench.exitcodes import ExitCode
 
 # Subcommand modules under ssdbench.commands, in the order `--help` lists them.
-COMMAND_MODULES = ("list", "bundle", "run", "report", "kiosk", "verify_record")
+COMMAND_MODULES = ("list", "bundle", "run", "report", "kiosk", "verify_record", "fleet")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,76 @@
+"""`ssdbench fleet SOURCE`: one page (and a CSV) of every bench and drive of a lab, from a
+folder laid out like the store or from the store itself (docs/lab.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ssdbench.exitcodes import ExitCode
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "fleet",
+        help="one HTML page and a CSV of every bench and drive of a lab",
+        description=(
+            "Build fleet.html (self-contained) and fleet.csv: every bench with its state "
+            "(running, done, failed, or silent when its status.json is older than "
+            "--silent-after), the drives on each bench now, every drive tested (model, "
+            "firmware, serial, verdicts, steady IOPS, erase method, when) and steady IOPS "
+            "compared by model. SOURCE is a folder holding <bench>/status.json and "
+            "<bench>/<serial>/<run id>/... (a copy of the store's prefix), or the word "
+            "'store' with --config FILE: the [store] of that kiosk config, read over the "
+            "network. Prints the page's path. Exit status 2 when SOURCE holds no bench."
+        ),
+    )
+    parser.add_argument("source", metavar="SOURCE", help="a folder, or 'store' with --config")
+    parser.add_argument("--config", type=Path, metavar="FILE",
+                        help="a kiosk config whose [store] is read when SOURCE is 'store'")
+    parser.add_argument("-o", "--output", type=Path, default=Path("."), metavar="DIR",
+                        help="where fleet.html and fleet.csv go (default: here)")
+    parser.add_argument("--silent-after", type=float, default=120.0, metavar="SECONDS",
+                        help="a running bench whose status is older is 'silent' (default 120)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ssdbench.lab import fleet
+    from ssdbench.results import atomic
+
+    if args.source == "store" and args.config is not None:
+        from ssdbench.kiosk.config import ConfigError, load_config
+        from ssdbench.lab.store import StoreError, open_store
+
+        try:
+            cfg = load_config(args.config).store
+        except ConfigError as exc:
+            print(f"ssdbench fleet: {exc}", file=sys.stderr)
+            return int(ExitCode.USAGE)
+        if cfg is None:
+            print(f"ssdbench fleet: {args.config} has no [store]", file=sys.stderr)
+            return int(ExitCode.USAGE)
+        try:
+            entries = fleet.store_entries(open_store(cfg), cfg.prefix)
+        except StoreError as exc:
+            print(f"ssdbench fleet: {exc}", file=sys.stderr)
+            return int(ExitCode.FAILURE)
+    elif Path(args.source).is_dir():
+        entries = fleet.folder_entries(Path(args.source))
+    else:
+        print(f"ssdbench fleet: {args.source}: no such folder (or give 'store' with "
+              "--config FILE)", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    result = fleet.build(entries, silent_after_s=args.silent_after)
+    if not result.benches:
+        print(f"ssdbench fleet: {args.source}: no bench found (no <bench>/status.json, "
+              "no <bench>/<serial>/<run id>/.../run.json)", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    args.output.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(args.output / "fleet.csv", fleet.fleet_csv(result))
+    page = args.output / "fleet.html"
+    atomic.write_text(page, fleet.fleet_html(result))
+    print(page)
+    return int(ExitCode.OK)

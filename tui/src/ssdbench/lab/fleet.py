@@ -1,0 +1,281 @@
+"""The fleet view (``ssdbench fleet SOURCE``, docs/lab.md "The fleet page"): one
+self-contained HTML page and a CSV from a store's layout, ``<bench>/status.json`` and
+``<bench>/<serial>/<run id>/[<run>/]{drive.json,run.json}``, read from a folder (a copy of
+the bucket, e.g. ``aws s3 sync``) or from the store itself. Only status.json, drive.json and
+run.json are read; charts are inline SVG drawn here (no matplotlib: quick on 10,000 runs).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import os
+import statistics
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ssdbench.lab.store import Store
+
+WANTED = ("status.json", "run.json", "drive.json")
+SILENT_AFTER_S = 120.0
+CSV_COLUMNS = ("bench", "model", "firmware", "serial", "run_id", "run", "state", "trim_verdict",
+               "steady_iops", "steady_iops_stddev", "erase_method", "erase_verified",
+               "started", "finished")
+Loader = Callable[[], bytes]
+
+
+@dataclass
+class Bench:
+    name: str
+    state: str = "unknown"  # running | done | failed | cancelled | silent | unknown
+    status: dict[str, Any] = field(default_factory=dict)
+    silent_s: float | None = None
+
+
+@dataclass
+class Fleet:
+    benches: dict[str, Bench]
+    rows: list[dict[str, str]]
+    generated: str
+
+
+def folder_entries(root: Path) -> dict[str, Loader]:
+    """The wanted files under a folder, keyed by their path relative to it."""
+    out: dict[str, Loader] = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            if name in WANTED:
+                path = Path(dirpath) / name
+                out[path.relative_to(root).as_posix()] = path.read_bytes
+    return out
+
+
+def store_entries(store: Store, prefix: str, workers: int = 8) -> dict[str, Loader]:
+    """The wanted objects under ``prefix`` of a store, fetched in parallel up front."""
+    base = prefix.strip("/") + "/" if prefix.strip("/") else ""
+    keys = [k for k in store.keys(base) if k.rpartition("/")[2] in WANTED]
+    with ThreadPoolExecutor(workers) as pool:
+        blobs = list(pool.map(store.get, keys))
+    return {k[len(base):]: _const(b) for k, b in zip(keys, blobs, strict=True)}
+
+
+def _const(blob: bytes) -> Loader:
+    return lambda: blob
+
+
+def _json(load: Loader) -> dict[str, Any]:
+    try:
+        doc = json.loads(load())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _parse_time(text: object) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _num(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else None
+
+
+def _fmt(value: float | None, digits: int = 0) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def build(entries: dict[str, Loader], *, now: datetime | None = None,
+          silent_after_s: float = SILENT_AFTER_S) -> Fleet:
+    now = now or datetime.now(UTC)
+    benches: dict[str, Bench] = {}
+    drives: dict[str, dict[str, Any]] = {}  # the folder of a drive.json -> its drive
+    runs: list[tuple[str, dict[str, Any]]] = []
+    for key in sorted(entries):
+        parts = key.split("/")
+        name = parts[-1]
+        if name == "status.json" and len(parts) >= 2:
+            bench = benches.setdefault(parts[-2], Bench(parts[-2]))
+            bench.status = _json(entries[key])
+        elif name == "drive.json":
+            doc = _json(entries[key])
+            drives["/".join(parts[:-1])] = doc.get("drive", doc)
+        elif name == "run.json" and len(parts) >= 4:
+            runs.append((key, _json(entries[key])))
+    for bench in benches.values():
+        st = bench.status
+        bench.state = str(st.get("state") or "unknown")
+        at = _parse_time(st.get("time"))
+        if at is not None:
+            bench.silent_s = (now - at).total_seconds()
+            if bench.state == "running" and bench.silent_s > silent_after_s:
+                bench.state = "silent"
+    rows = []
+    for key, doc in runs:
+        parts = key.split("/")
+        # <bench>/<serial>/<run id>/<run>/run.json (or without <run>)
+        run_dir = parts[:-1]
+        session = run_dir[:-1] if len(run_dir) >= 4 else run_dir
+        bench_name, serial, run_id = session[-3], session[-2], session[-1]
+        benches.setdefault(bench_name, Bench(bench_name))
+        ident = {**drives.get("/".join(session), {}), **(doc.get("drive") or {})}
+        analysis = doc.get("analysis") or {}
+        steady = (analysis.get("iops") or {}).get("steady") or {}
+        trim = analysis.get("trim") or {}
+        erase = doc.get("erase") or {}
+        rows.append({
+            "bench": bench_name, "model": str(ident.get("model") or ""),
+            "firmware": str(ident.get("firmware") or ""),
+            "serial": str(ident.get("serial") or serial), "run_id": run_id,
+            "run": str(doc.get("run") or run_dir[-1]),
+            "state": str(doc.get("state") or ("damaged" if not doc else "unknown")),
+            "trim_verdict": str(trim.get("verdict") or ""),
+            "steady_iops": _fmt(_num(steady.get("mean"))),
+            "steady_iops_stddev": _fmt(_num(steady.get("stddev"))),
+            "erase_method": str(erase.get("method") or ""),
+            "erase_verified": "" if not erase else str(bool(erase.get("verified"))).lower(),
+            "started": str(doc.get("started") or ""), "finished": str(doc.get("finished") or ""),
+        })
+    rows.sort(key=lambda r: (r["started"], r["bench"], r["serial"], r["run"]), reverse=True)
+    return Fleet(benches, rows, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
+def fleet_csv(fleet: Fleet) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(fleet.rows)
+    return buf.getvalue()
+
+
+# ---- the page ----
+
+CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.5em 0}th,td{padding:.2em .6em;border-bottom:1px solid #ddd;
+text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
+.state{font-weight:600;padding:.05em .5em;border-radius:.6em}.running{background:#d6eaff}
+.done{background:#d8f5d8}.failed,.damaged{background:#ffd6d6}.silent{background:#ffe9b3}
+.cancelled,.interrupted,.unknown{background:#eee}.small{color:#666;font-size:.9em}
+svg text{font:12px system-ui,sans-serif}"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _state(state: str) -> str:
+    return f'<span class="state {_e(state)}">{_e(state)}</span>'
+
+
+def _ago(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    s = max(0, int(seconds))
+    return f"{s} s ago" if s < 120 else f"{s // 60} min ago" if s < 7200 else f"{s // 3600} h ago"
+
+
+def _table(head: Iterable[str], rows: Iterable[Iterable[str]], numeric: set[int]) -> str:
+    out = ["<table><tr>", *(f"<th>{_e(h)}</th>" for h in head), "</tr>"]
+    for row in rows:
+        out.append("<tr>")
+        out.extend(f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>"
+                   for i, c in enumerate(row))
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def model_chart(rows: list[dict[str, str]], run: str, limit: int = 25) -> str:
+    """Inline SVG: per model, the steady IOPS of every run named ``run`` — a bar to the
+    median, a line from min to max, n runs."""
+    by_model: dict[str, list[float]] = {}
+    for r in rows:
+        if r["run"] == run and r["steady_iops"] and r["state"] == "done":
+            by_model.setdefault(r["model"] or "?", []).append(float(r["steady_iops"]))
+    if not by_model:
+        return ""
+    models = sorted(by_model, key=lambda m: (-len(by_model[m]), m))[:limit]
+    top = max(max(by_model[m]) for m in models) or 1.0
+    label_w, bar_w, row_h = 260, 560, 22
+    h = 30 + row_h * len(models)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 140}" '
+           f'height="{h}" role="img" aria-label="steady IOPS by model, {_e(run)}">']
+    for i, m in enumerate(models):
+        vals = by_model[m]
+        y = 20 + i * row_h
+        med, lo, hi = statistics.median(vals), min(vals), max(vals)
+
+        def x(v: float) -> float:
+            return label_w + v / top * bar_w
+        out.append(f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end">{_e(m[:40])}</text>'
+                   f'<rect x="{label_w}" y="{y + 3}" width="{x(med) - label_w:.1f}" '
+                   f'height="{row_h - 8}" fill="#4a90d9"/>'
+                   f'<line x1="{x(lo):.1f}" x2="{x(hi):.1f}" y1="{y + 10}" y2="{y + 10}" '
+                   f'stroke="#222" stroke-width="1.5"/>'
+                   f'<text x="{label_w + bar_w + 8}" y="{y + 14}">{med:,.0f} (n={len(vals)})'
+                   "</text>")
+    out.append(f'<text x="{label_w}" y="12" fill="#666">steady IOPS, median (bar), '
+               f"min–max (line); 0–{top:,.0f}</text></svg>")
+    return "".join(out)
+
+
+def fleet_html(fleet: Fleet) -> str:
+    benches = sorted(fleet.benches.values(), key=lambda b: b.name)
+    counts: dict[str, int] = {}
+    for b in benches:
+        counts[b.state] = counts.get(b.state, 0) + 1
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>ssdbench fleet"
+             f"</title><style>{CSS}</style></head><body><h1>ssdbench fleet</h1>"
+             f"<p class='small'>Built {_e(fleet.generated)}: {len(benches)} benches ("
+             + ", ".join(f"{n} {_e(s)}" for s, n in sorted(counts.items()))
+             + f"), {len(fleet.rows)} runs. A running bench that sent no status for "
+             f"{SILENT_AFTER_S:.0f} s is <b>silent</b>.</p>", "<h2>Benches</h2>"]
+    parts.append(_table(
+        ("bench", "state", "plan", "last event", "errors", "status sent", "store"),
+        ((_e(b.name), _state(b.state), _e(b.status.get("plan", "")),
+          _e(b.status.get("last_event", "")), _e("; ".join(b.status.get("errors") or [])),
+          _ago(b.silent_s), _e((b.status.get("store") or {}).get("last_error") or ""))
+         for b in benches), set()))
+    live = [(b, d) for b in benches for d in b.status.get("drives") or []
+            if isinstance(d, dict)]
+    if live:
+        parts.append("<h2>Drives on the benches</h2>")
+        parts.append(_table(
+            ("bench", "drive", "serial", "run", "stage", "state", "%", "IOPS", "ETA"),
+            ((_e(b.name), _e(d.get("drive", "")), _e(d.get("serial", "")), _e(d.get("run", "")),
+              _e(d.get("stage", "")),
+              _state("silent" if b.state == "silent" and d.get("state") == "running"
+                     else str(d.get("state", ""))),
+              _fmt(_num(d.get("percent")), 1), _fmt(_num(d.get("iops"))),
+              "" if _num(d.get("eta_s")) is None
+              else f"{int(d['eta_s']) // 60}:{int(d['eta_s']) % 60:02d}")
+             for b, d in live), {6, 7, 8}))
+    runs = sorted({r["run"] for r in fleet.rows})
+    charts = [(run, model_chart(fleet.rows, run)) for run in runs]
+    if any(svg for _, svg in charts):
+        parts.append("<h2>Models compared</h2>")
+        parts.extend(f"<h3>{_e(run)}</h3>{svg}" for run, svg in charts if svg)
+    parts.append("<h2>Every drive tested</h2><p class='small'>The same table as "
+                 "fleet.csv, newest first.</p>")
+    parts.append(_table(
+        ("when", "bench", "model", "firmware", "serial", "run", "state", "TRIM",
+         "steady IOPS", "erase"),
+        ((_e(r["started"]), _e(r["bench"]), _e(r["model"]), _e(r["firmware"]),
+          _e(r["serial"]), _e(r["run"]), _state(r["state"]), _e(r["trim_verdict"]),
+          _e(r["steady_iops"] + (f" ± {r['steady_iops_stddev']}"
+                                 if r["steady_iops_stddev"] else "")),
+          _e(r["erase_method"] + (" (verified)" if r["erase_verified"] == "true" else "")))
+         for r in fleet.rows), {8}))
+    parts.append("</body></html>\n")
+    return "".join(parts)
