@@ -99,8 +99,8 @@ def build(entries: dict[str, Loader], *, now: datetime | None = None,
           silent_after_s: float = SILENT_AFTER_S) -> Fleet:
     now = now or datetime.now(UTC)
     benches: dict[str, Bench] = {}
-    drives: dict[str, dict[str, Any]] = {}  # the folder of a drive.json -> its drive
-    runs: list[tuple[str, dict[str, Any]]] = []
+    drives: dict[str, dict[str, Any]] = {}  # the folder of a drive.json -> its identity
+    run_keys: list[str] = []
     for key in sorted(entries):
         parts = key.split("/")
         name = parts[-1]
@@ -109,9 +109,11 @@ def build(entries: dict[str, Loader], *, now: datetime | None = None,
             bench.status = _json(entries[key])
         elif name == "drive.json":
             doc = _json(entries[key])
-            drives["/".join(parts[:-1])] = doc.get("drive", doc)
+            drive = doc.get("drive", doc)
+            drives["/".join(parts[:-1])] = {k: drive.get(k) for k in
+                                            ("model", "firmware", "serial")}
         elif name == "run.json" and len(parts) >= 4:
-            runs.append((key, _json(entries[key])))
+            run_keys.append(key)
     for bench in benches.values():
         st = bench.status
         bench.state = str(st.get("state") or "unknown")
@@ -121,33 +123,37 @@ def build(entries: dict[str, Loader], *, now: datetime | None = None,
             if bench.state == "running" and bench.silent_s > silent_after_s:
                 bench.state = "silent"
     rows = []
-    for key, doc in runs:
-        parts = key.split("/")
-        # <bench>/<serial>/<run id>/<run>/run.json (or without <run>)
-        run_dir = parts[:-1]
-        session = run_dir[:-1] if len(run_dir) >= 4 else run_dir
-        bench_name, serial, run_id = session[-3], session[-2], session[-1]
-        benches.setdefault(bench_name, Bench(bench_name))
-        ident = {**drives.get("/".join(session), {}), **(doc.get("drive") or {})}
-        analysis = doc.get("analysis") or {}
-        steady = (analysis.get("iops") or {}).get("steady") or {}
-        trim = analysis.get("trim") or {}
-        erase = doc.get("erase") or {}
-        rows.append({
-            "bench": bench_name, "model": str(ident.get("model") or ""),
-            "firmware": str(ident.get("firmware") or ""),
-            "serial": str(ident.get("serial") or serial), "run_id": run_id,
-            "run": str(doc.get("run") or run_dir[-1]),
-            "state": str(doc.get("state") or ("damaged" if not doc else "unknown")),
-            "trim_verdict": str(trim.get("verdict") or ""),
-            "steady_iops": _fmt(_num(steady.get("mean"))),
-            "steady_iops_stddev": _fmt(_num(steady.get("stddev"))),
-            "erase_method": str(erase.get("method") or ""),
-            "erase_verified": "" if not erase else str(bool(erase.get("verified"))).lower(),
-            "started": str(doc.get("started") or ""), "finished": str(doc.get("finished") or ""),
-        })
+    for key in run_keys:  # one run.json at a time: 10,000 of them must fit in memory
+        rows.append(_row(key, _json(entries[key]), drives))
+        benches.setdefault(rows[-1]["bench"], Bench(rows[-1]["bench"]))
     rows.sort(key=lambda r: (r["started"], r["bench"], r["serial"], r["run"]), reverse=True)
     return Fleet(benches, rows, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
+def _row(key: str, doc: dict[str, Any], drives: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The CSV row of one run.json at ``<bench>/<serial>/<run id>/[<run>/]run.json``."""
+    parts = key.split("/")
+    run_dir = parts[:-1]
+    session = run_dir[:-1] if len(run_dir) >= 4 else run_dir
+    bench_name, serial, run_id = session[-3], session[-2], session[-1]
+    ident = {**drives.get("/".join(session), {}), **(doc.get("drive") or {})}
+    analysis = doc.get("analysis") or {}
+    steady = (analysis.get("iops") or {}).get("steady") or {}
+    trim = analysis.get("trim") or {}
+    erase = doc.get("erase") or {}
+    return {
+        "bench": bench_name, "model": str(ident.get("model") or ""),
+        "firmware": str(ident.get("firmware") or ""),
+        "serial": str(ident.get("serial") or serial), "run_id": run_id,
+        "run": str(doc.get("run") or run_dir[-1]),
+        "state": str(doc.get("state") or ("damaged" if not doc else "unknown")),
+        "trim_verdict": str(trim.get("verdict") or ""),
+        "steady_iops": _fmt(_num(steady.get("mean"))),
+        "steady_iops_stddev": _fmt(_num(steady.get("stddev"))),
+        "erase_method": str(erase.get("method") or ""),
+        "erase_verified": "" if not erase else str(bool(erase.get("verified"))).lower(),
+        "started": str(doc.get("started") or ""), "finished": str(doc.get("finished") or ""),
+    }
 
 
 def fleet_csv(fleet: Fleet) -> str:
