@@ -105,11 +105,15 @@ def preset_help(preset: str, values: dict[str, str]) -> str:
     """The preset's description, or, once a field differs from it, what was changed (the
     description would still say "60 s tortures" after Torture was set to 30)."""
     base = form_values(preset)
-    changed = [f"{label} {values[key]} (preset {base[key]})" for key, label in FIELDS
+    changed = [SHORT[key] for key, _label in FIELDS
                if values.get(key, base[key]).replace(" ", "") != base[key]]
     if not changed:
         return preset_plan(preset).description
-    return f"{preset} with changes: " + ", ".join(changed)
+    return f"{preset} with changed " + ", ".join(changed)  # one line: the values are below
+
+
+SHORT = {"torture_seconds": "torture", "trim_torture_seconds": "TRIM torture",
+         "op_levels": "OP levels", "probe_gib": "probe", "fill_passes": "fill passes"}
 
 
 @dataclass(frozen=True)
