@@ -108,3 +108,14 @@ async def test_the_running_stage_is_in_view_at_80x25() -> None:
         line = next(i for i, t in enumerate(text) if t.startswith(" > "))
         assert pane.scroll_y <= line < pane.scroll_y + pane.size.height, (
             line, pane.scroll_y, pane.size.height)
+
+
+def test_a_probe_reads_in_mib_s_not_iops() -> None:
+    from ssdbench.ui.widgets import numbers
+
+    st = trim_state()
+    st.apply(ev("probe-clean", message="started"))
+    for t in range(1, 4):
+        st.apply(ev("probe-clean", elapsed_s=float(t), iops=1.0, mib_s=300.0))
+    text = numbers(st).plain
+    assert text.startswith("MiB/s now 300.0") and "IOPS" not in text, text

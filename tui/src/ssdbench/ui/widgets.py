@@ -78,13 +78,20 @@ def stage_progress(state: DriveRunState, width: int) -> Text:
 
 
 def numbers(state: DriveRunState) -> Text:
+    """IOPS (and MiB/s) for random stages; MiB/s alone for fills and probes, whose IOPS of
+    large blocks say nothing."""
     t = Text()
+    mib = (f"now {fmt.number(state.last_mib_s, digits=1)}  "
+           f"avg {fmt.number(state.avg_mib_s, digits=1)}")
+    if chart_series(state)[1] == "MiB/s":
+        t.append("MiB/s ", style="bold")
+        t.append(mib)
+        return t
     t.append("IOPS ", style="bold")
     t.append(f"now {fmt.number(state.last_iops)}  avg {fmt.number(state.avg_iops)}")
     if state.mib_s:
         t.append("\nMiB/s ", style="bold")
-        t.append(f"now {fmt.number(state.last_mib_s, digits=1)}  "
-                 f"avg {fmt.number(state.avg_mib_s, digits=1)}")
+        t.append(mib)
     return t
 
 
