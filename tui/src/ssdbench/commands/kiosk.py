@@ -2,7 +2,8 @@
 every drive the config selects and consents to (protected drives never), all at once,
 with the journal (after a power loss the unfinished plans resume), then powers off,
 reboots or stays as the config says. A bad config stops with a message naming the key
-(exit 2) before anything is written. See docs/kiosk.md."""
+(exit 2) before anything is written; a `select` entry that matches no drive is named on
+screen and in kiosk.txt, and the exit status is 3. See docs/kiosk.md."""
 
 from __future__ import annotations
 
