@@ -114,7 +114,10 @@ def results_rows(screen: Screen, name: str, timeout_s: float) -> tuple[str, dict
     (the screen is drawn in parts: CI once read it with only the first row there), and its
     rows as {run: state}."""
     row = re.compile(rf"^ {re.escape(name)}\s+(\S+)\s+(done|failed|cancelled)\s+[\d,]+ ", re.M)
-    s = screen.wait(lambda t: bool(re.search(r"/report\.html *$", t, re.M)) and len(row.findall(t)) >= 2, timeout_s)
+    # "report.html" ends a full path: on the 80-column serial console it wraps, even
+    # inside the name ("/…/report." then "html" on the next line)
+    painted = re.compile(r"/report\.\s*html *$", re.M)
+    s = screen.wait(lambda t: bool(painted.search(t)) and len(row.findall(t)) >= 2, timeout_s)
     return s, dict(row.findall(s))
 
 

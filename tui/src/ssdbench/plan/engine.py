@@ -10,6 +10,7 @@ outcome says what happened (:class:`DriveOutcome`).
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import threading
@@ -370,6 +371,14 @@ def _resolve(host: Host, path: str) -> Callable[[], Any]:
     return resolve
 
 
+def _load_run_json(run_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def _load_drive_json(path: Path, drive: Drive) -> dict[str, Any]:
     import json
 
@@ -407,6 +416,13 @@ def _run_all(ctx: _DriveRun, drive_dir: Path, entry: dict[str, Any] | None,
         run_dir = drive_dir / spec.name
         prior = recorded_runs.get(spec.name) or {}
         if prior.get("state") == "done" and (run_dir / "run.json").is_file():
+            if not any(r.get("run") == spec.name and r.get("state") == "done"
+                       for r in drive_json["runs"]):
+                # the journal said done but the power went before drive.json reached the
+                # stick (it is copied apart from state.json): heal it from run.json
+                meta = _load_run_json(run_dir)
+                _record_run(drive_json, spec.name, "done", None, meta.get("erase"))
+                atomic.write_json(drive_dir / "drive.json", drive_json)
             outcomes.append(RunOutcome(spec.name, "done", None, run_dir, resumed=True))
             ctx.progress(Progress(drive.name, spec.name, "-", "done",
                                   message="finished before the restart; kept"))
@@ -466,17 +482,27 @@ def _one_run(ctx: _DriveRun, drive_dir: Path, spec: RunSpec, *, tools: dict[str,
         watch=lambda stage: watch.sample(stage, run_dir),
     )
     state = run_stages(run_ctx, stages_for(spec.kind, op_percent=spec.op_percent))
-    after = watch.read(run_dir / "smart" / "after.json")
-    if spec.kind != "diagnose":
-        record.set("health", health(before, after, watch))
     error = record.data.get("error")
     if journal is not None:
         ctx.journal_call(lambda: journal.run_state(key, spec.name, state))
-    if record.data.get("erase"):
-        drive_json["erases"].append({"run": spec.name, **record.data["erase"]})
-    drive_json["runs"].append({"run": spec.name, "state": state, "error": error})
+    _record_run(drive_json, spec.name, state, error, record.data.get("erase"))
     atomic.write_json(drive_dir / "drive.json", drive_json)
+    # after drive.json: the counters read takes a moment, and a power cut in it must not
+    # leave drive.json without the finished run
+    after = watch.read(run_dir / "smart" / "after.json")
+    if spec.kind != "diagnose":
+        record.set("health", health(before, after, watch))
     return RunOutcome(spec.name, state, error, run_dir)
+
+
+def _record_run(drive_json: dict[str, Any], run: str, state: str, error: Any,
+                erase: Any) -> None:
+    """drive.json ``runs`` gets the run, ``erases`` its erase (once: a healed run's erase
+    may be there already)."""
+    entry = {"run": run, **erase} if isinstance(erase, dict) else None
+    if entry is not None and entry not in drive_json["erases"]:
+        drive_json["erases"].append(entry)
+    drive_json["runs"].append({"run": run, "state": state, "error": error})
 
 
 # ---- several drives at once ----
