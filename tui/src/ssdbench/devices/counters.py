@@ -31,6 +31,7 @@ from typing import Any
 
 from ssdbench.devices.model import ParseError
 from ssdbench.devices.nvme import load_json_object
+from ssdbench.devices.smart import SMARTCTL_FATAL_BITS, dig
 
 NVME_DATA_UNIT = 512 * 1000
 KELVIN = 273
@@ -155,17 +156,26 @@ def _attribute_bytes(name: str, raw: int, sector: int) -> tuple[str, int] | None
     return kind, raw * int(m.group(2) or 1) * _UNIT[m.group(3)]
 
 
-def _dig(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
+class Unreadable(ParseError):
+    """The tool answered, but could not read the drive."""
 
 
 def parse_smartctl_counters(text: str) -> DriveCounters:
+    """The counters of `smartctl -x -j` / `-A -j`; :class:`Unreadable` when smartctl could
+    not open or talk to the drive (exit bits 0-1), or one of its commands failed (bit 2) and
+    nothing at all was read. Bit 2 alone is common: `-x` asks for logs many drives (and
+    QEMU's AHCI disk) do not have, and what was read is still good."""
     obj = load_json_object(text, "smartctl")
-    temperature = _dig(obj, "temperature", "current")
+    counters = _smartctl_counters(obj)
+    status = _count(dig(obj, "smartctl", "exit_status")) or 0
+    nothing = all(v is None for k, v in vars(counters).items() if k != "tool")
+    if status & 0x03 or (status & SMARTCTL_FATAL_BITS and nothing):
+        raise Unreadable("smartctl could not read the drive")
+    return counters
+
+
+def _smartctl_counters(obj: dict[str, Any]) -> DriveCounters:
+    temperature = dig(obj, "temperature", "current")
     temp_c = temperature if isinstance(temperature, int) and not isinstance(
         temperature, bool) else None
     nvme_log = obj.get("nvme_smart_health_information_log")
@@ -175,10 +185,10 @@ def parse_smartctl_counters(text: str) -> DriveCounters:
         return _nvme_log(nvme_log, "smartctl", temp_c)
     sector = _count(obj.get("logical_block_size")) or 512
     if temp_c is None:  # `smartctl -A` of some versions: the attributes only
-        temp_c = _attribute_temperature(_dig(obj, "ata_smart_attributes", "table") or [])
+        temp_c = _attribute_temperature(dig(obj, "ata_smart_attributes", "table") or [])
     host = nand = None
-    for page in _dig(obj, "ata_device_statistics", "pages") or []:
-        for entry in _dig(page, "table") or []:
+    for page in dig(obj, "ata_device_statistics", "pages") or []:
+        for entry in dig(page, "table") or []:
             if isinstance(entry, Mapping) and entry.get("name") == "Logical Sectors Written":
                 written = _count(entry.get("value"))
                 host = None if written is None else written * sector
@@ -186,10 +196,10 @@ def parse_smartctl_counters(text: str) -> DriveCounters:
     # generic names whose units may be wrong (a WD Red SA500 counts "Total_LBAs_Written" in
     # GiB), so only the device statistics count then
     named = obj.get("in_smartctl_database") is not False
-    for attr in (_dig(obj, "ata_smart_attributes", "table") or []) if named else []:
+    for attr in (dig(obj, "ata_smart_attributes", "table") or []) if named else []:
         if not isinstance(attr, Mapping):
             continue
-        raw = _count(_dig(attr, "raw", "value"))
+        raw = _count(dig(attr, "raw", "value"))
         found = _attribute_bytes(str(attr.get("name", "")), raw, sector) if raw is not None \
             else None
         if found is None:
@@ -204,7 +214,7 @@ def parse_smartctl_counters(text: str) -> DriveCounters:
         temperature_c=temp_c,
         host_writes_bytes=host,
         nand_writes_bytes=nand,
-        power_on_hours=_count(_dig(obj, "power_on_time", "hours")),
+        power_on_hours=_count(dig(obj, "power_on_time", "hours")),
         power_cycles=_count(obj.get("power_cycle_count")),
     )
 
@@ -215,7 +225,7 @@ def _attribute_temperature(table: list[Any]) -> int | None:
     for wanted in (194, 190):
         for attr in table:
             if isinstance(attr, Mapping) and attr.get("id") == wanted:
-                raw = _count(_dig(attr, "raw", "value"))
+                raw = _count(dig(attr, "raw", "value"))
                 if raw is not None and 0 < raw & 0xFF < 128:
                     return raw & 0xFF
     return None

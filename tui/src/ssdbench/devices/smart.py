@@ -25,7 +25,8 @@ class SmartIdentity:
     rotation_rpm: int | None
 
 
-def _dig(obj: dict[str, Any], *keys: str) -> Any:
+def dig(obj: Any, *keys: str) -> Any:
+    """``obj[k1][k2]...`` of smartctl's JSON, or None where a level is missing."""
     cur: Any = obj
     for key in keys:
         if not isinstance(cur, dict) or key not in cur:
@@ -40,22 +41,22 @@ def _int(value: Any) -> int | None:
 
 def parse_smartctl_json(text: str) -> tuple[SmartSnapshot, SmartIdentity]:
     obj = load_json_object(text, "smartctl")
-    exit_status = _int(_dig(obj, "smartctl", "exit_status")) or 0
+    exit_status = _int(dig(obj, "smartctl", "exit_status")) or 0
     messages = tuple(
         str(m.get("string", ""))
-        for m in (_dig(obj, "smartctl", "messages") or [])
+        for m in (dig(obj, "smartctl", "messages") or [])
         if isinstance(m, dict)
     )
-    passed = _dig(obj, "smart_status", "passed")
-    nvme_log = _dig(obj, "nvme_smart_health_information_log") or {}
+    passed = dig(obj, "smart_status", "passed")
+    nvme_log = dig(obj, "nvme_smart_health_information_log") or {}
     realloc: int | None = None
-    for attr in _dig(obj, "ata_smart_attributes", "table") or []:
+    for attr in dig(obj, "ata_smart_attributes", "table") or []:
         if isinstance(attr, dict) and attr.get("id") == 5:
-            realloc = _int(_dig(attr, "raw", "value"))
+            realloc = _int(dig(attr, "raw", "value"))
     snapshot = SmartSnapshot(
         passed=passed if isinstance(passed, bool) else None,
-        temperature_c=_int(_dig(obj, "temperature", "current")),
-        power_on_hours=_int(_dig(obj, "power_on_time", "hours")),
+        temperature_c=_int(dig(obj, "temperature", "current")),
+        power_on_hours=_int(dig(obj, "power_on_time", "hours")),
         percentage_used=_int(nvme_log.get("percentage_used")),
         available_spare=_int(nvme_log.get("available_spare")),
         media_errors=_int(nvme_log.get("media_errors")),
@@ -64,10 +65,10 @@ def parse_smartctl_json(text: str) -> tuple[SmartSnapshot, SmartIdentity]:
         messages=messages,
     )
     identity = SmartIdentity(
-        model=str(obj.get("model_name") or _dig(obj, "scsi_model_name") or "").strip(),
+        model=str(obj.get("model_name") or dig(obj, "scsi_model_name") or "").strip(),
         serial=str(obj.get("serial_number") or "").strip(),
-        firmware=str(obj.get("firmware_version") or _dig(obj, "scsi_revision") or "").strip(),
-        size_bytes=_int(_dig(obj, "user_capacity", "bytes")),
+        firmware=str(obj.get("firmware_version") or dig(obj, "scsi_revision") or "").strip(),
+        size_bytes=_int(dig(obj, "user_capacity", "bytes")),
         rotation_rpm=_int(obj.get("rotation_rate")),
     )
     return snapshot, identity

@@ -23,13 +23,14 @@ from typing import Any
 
 from ssdbench.devices.counters import (
     DriveCounters,
+    Unreadable,
     counters_argv,
     health_record,
     parse_counters,
     temperature_argv,
 )
 from ssdbench.devices.model import ParseError
-from ssdbench.devices.smart import SMARTCTL_FATAL_BITS, SMARTCTL_OK_CODES, parse_smartctl_json
+from ssdbench.devices.smart import SMARTCTL_OK_CODES
 from ssdbench.results import atomic
 from ssdbench.system import CommandError, Host
 
@@ -53,12 +54,11 @@ class DriveWatch:
         except CommandError as exc:
             return None, "", f"{argv[0]} failed: {exc}"
         try:
-            counters = parse_counters(argv, text)
+            return parse_counters(argv, text), text, None
+        except Unreadable as exc:
+            return None, text, str(exc)
         except (ParseError, ValueError) as exc:
             return None, text, f"{argv[0]} output not understood: {exc}"
-        if argv[0] == "smartctl" and _smartctl_failed(text, counters):
-            return None, text, "smartctl could not read the drive"
-        return counters, text, None
 
     def read(self, raw_file: Path) -> DriveCounters | None:
         """One full reading; its raw output kept in ``raw_file``."""
@@ -103,20 +103,6 @@ class DriveWatch:
             lines = ["second,temperature_c"] + [
                 f"{s},{'' if t is None else t}" for s, t in rows]
             atomic.write_text(run_dir / f"sensors-{stage}.csv", "\n".join(lines) + "\n")
-
-
-def _smartctl_failed(text: str, counters: DriveCounters) -> bool:
-    """smartctl could not open or talk to the drive (exit bits 0-1), or one of its commands
-    failed (bit 2) and nothing at all was read. Bit 2 alone is common: `-x` asks for logs
-    many drives (and QEMU's AHCI disk) do not have, and what was read is still good."""
-    try:
-        smart, _identity = parse_smartctl_json(text)
-    except ValueError:
-        return True
-    if smart.exit_status & 0x03:
-        return True
-    nothing = all(v is None for k, v in vars(counters).items() if k != "tool")
-    return bool(smart.exit_status & SMARTCTL_FATAL_BITS) and nothing
 
 
 def health(before: DriveCounters | None, after: DriveCounters | None,
