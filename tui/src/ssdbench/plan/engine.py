@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -380,8 +381,6 @@ def _load_run_json(run_dir: Path) -> dict[str, Any]:
 
 
 def _load_drive_json(path: Path, drive: Drive) -> dict[str, Any]:
-    import json
-
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(data, dict) and isinstance(data.get("runs"), list):
@@ -461,13 +460,13 @@ def _one_run(ctx: _DriveRun, drive_dir: Path, spec: RunSpec, *, tools: dict[str,
         run_dir, run=spec.name, kind=spec.kind, drive=_drive_record(drive),
         target=target.record(spec.op_percent), params=params.as_record(), tools=tools)
     record.set("plan", {"name": ctx.plan.name, "source": ctx.plan.source})
-    watch = DriveWatch(ctx.host, drive.transport, drive.path)
     if target.kernel_name is not None:
         record.set("environment", environment_record(ctx.host, drive.transport,
                                                      drive.name, tools))
-    if spec.kind == "diagnose":  # its health stages read smartctl themselves
-        watch.unavailable = "read by the diagnose run's health stages"
-    before = watch.read(run_dir / "smart" / "before.json")
+    # the diagnose run reads smartctl in its own health stages
+    watch = None if spec.kind == "diagnose" else DriveWatch(ctx.host, drive.transport,
+                                                             drive.path)
+    before = watch.read(run_dir / "smart" / "before.json") if watch is not None else None
 
     def on_stage(stage: str, state: str) -> None:
         if journal is not None:
@@ -479,7 +478,7 @@ def _one_run(ctx: _DriveRun, drive_dir: Path, spec: RunSpec, *, tools: dict[str,
         host=ctx.host, run_dir=run_dir, drive_name=drive.name, run_name=spec.name,
         target=target, params=params, record=record, progress=ctx.progress,
         cancel=ctx.cancel, secure_erase=secure_erase_hook(drive, ctx.root), on_stage=on_stage,
-        watch=lambda stage: watch.sample(stage, run_dir),
+        watch=None if watch is None else partial(watch.sample, run_dir=run_dir),
     )
     state = run_stages(run_ctx, stages_for(spec.kind, op_percent=spec.op_percent))
     error = record.data.get("error")
@@ -489,8 +488,8 @@ def _one_run(ctx: _DriveRun, drive_dir: Path, spec: RunSpec, *, tools: dict[str,
     atomic.write_json(drive_dir / "drive.json", drive_json)
     # after drive.json: the counters read takes a moment, and a power cut in it must not
     # leave drive.json without the finished run
-    after = watch.read(run_dir / "smart" / "after.json")
-    if spec.kind != "diagnose":
+    if watch is not None:
+        after = watch.read(run_dir / "smart" / "after.json")
         record.set("health", health(before, after, watch))
     return RunOutcome(spec.name, state, error, run_dir)
 

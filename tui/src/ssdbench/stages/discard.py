@@ -95,8 +95,9 @@ class TrimStage:
                          f"{rb['checked']} blocks read back non-zero after TRIM although the "
                          f"drive promises zeros ({promised})")
         ctx.record.set("trim", result)
-        result.update(idle(ctx, self.name, ctx.params.trim_idle_seconds,
-                           "the drive gets time to act on the TRIM before the after-TRIM probe"))
+        result.update(idle(ctx, self.name, ctx.params.trim_idle_seconds, after="TRIM",
+                           why="the drive gets time to act on the TRIM before the after-TRIM "
+                               "probe"))
         ctx.record.set("trim", result)
 
 
@@ -111,20 +112,20 @@ class SettleStage:
 
     def execute(self, ctx: RunContext) -> None:
         ctx.record.set("settle", idle(
-            ctx, self.name, ctx.params.trim_idle_seconds,
-            "the same idle as after the TRIM, so idle time alone cannot pass for TRIM"))
+            ctx, self.name, ctx.params.trim_idle_seconds, after="the torture",
+            why="the same idle as after the TRIM, so idle time alone cannot pass for TRIM"))
 
 
-def idle(ctx: RunContext, stage: str, seconds: int, why: str) -> dict[str, Any]:
-    """Leave the drive idle for ``seconds`` (``why``: for the log line), with progress every
-    second; a cancel ends it at once."""
+def idle(ctx: RunContext, stage: str, seconds: int, *, after: str, why: str
+         ) -> dict[str, Any]:
+    """Leave the drive idle for ``seconds`` after ``after`` (``why``: for the log line), with
+    progress every second; a cancel ends it at once."""
     if seconds <= 0:
         return {"idle_s": 0, "idle_measured_s": 0.0}
     ctx.emit(stage, "running", f"idle {seconds} s: {why}")
     t0 = time.monotonic()
     while (left := t0 + seconds - time.monotonic()) > 0:
         if ctx.cancel.wait(min(1.0, left)):
-            after = "TRIM" if stage == "trim" else "the torture"
             raise StageCancelled(f"cancelled during the idle after {after}")
         elapsed = time.monotonic() - t0
         ctx.emit(stage, "running", fraction=min(1.0, elapsed / seconds), elapsed_s=elapsed,
