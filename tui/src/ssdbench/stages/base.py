@@ -74,7 +74,7 @@ class RunContext:
     secure_erase: SecureErase | None = None
     on_stage: Callable[[str, str], None] | None = None
     """Called with (stage, state) at every stage transition (the journal)."""
-    watch: Callable[[str], AbstractContextManager[None]] | None = None
+    watch: Callable[[str], AbstractContextManager[object]] | None = None
     """Around every stage (the drive's temperature during tortures and probes)."""
 
     def transition(self, stage: str, state: str) -> None:

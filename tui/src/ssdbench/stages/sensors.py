@@ -78,12 +78,13 @@ class DriveWatch:
         return counters.temperature_c if counters else None
 
     @contextlib.contextmanager
-    def sample(self, stage: str, run_dir: Path) -> Iterator[None]:
-        """Around a torture or probe stage: the temperature once a second, in a thread."""
-        if self.unavailable is not None or not WATCHED.match(stage):
-            yield
-            return
+    def sample(self, stage: str, run_dir: Path) -> Iterator[list[tuple[int, int | None]]]:
+        """Around a torture or probe stage: the temperature once a second, in a thread; yields
+        the (second, deg C) rows as they are read."""
         rows: list[tuple[int, int | None]] = []
+        if self.unavailable is not None or not WATCHED.match(stage):
+            yield rows
+            return
         stop = threading.Event()
         t0 = time.monotonic()
 
@@ -96,7 +97,7 @@ class DriveWatch:
         thread = threading.Thread(target=loop, name=f"sensors-{stage}", daemon=True)
         thread.start()
         try:
-            yield
+            yield rows
         finally:
             stop.set()
             thread.join(READ_TIMEOUT_S + 5)
