@@ -153,6 +153,8 @@ IMAGE_PACKAGES = {
     "python-linkify-it-py": "",
     "python-cryptography": "47.",
     "python-weasyprint": "68.",
+    "python-boto3": "1.",  # results to an S3-compatible store (docs/lab.md)
+    "ca-certificates": "",  # TLS to the lab's config server and store, verified
     "pango": "",
     "fio": "3.",
     "libaio": "",
@@ -336,6 +338,20 @@ def test_image_busybox_has_the_mdev_daemon(tree: Path) -> None:
     fragment = (brtree.EXTERNAL / "busybox.fragment").read_text()
     assert re.search(r"^CONFIG_FEATURE_MDEV_DAEMON=y$", config, re.M)
     assert not re.search(r"^(# )?CONFIG_FEATURE_MDEV_DAEMON( is not set|=n)", fragment, re.M)
+
+
+def test_image_busybox_has_the_network_tools(tree: Path) -> None:
+    """A bench booted from the network (docs/lab.md) brings its link up and asks DHCP with
+    BusyBox's `ip` and `udhcpc`; Buildroot installs udhcpc's default script when udhcpc is
+    configured, and our fragment takes none of them away."""
+    config = (tree / "package" / "busybox" / "busybox.config").read_text()
+    fragment = (brtree.EXTERNAL / "busybox.fragment").read_text()
+    mk = (tree / "package" / "busybox" / "busybox.mk").read_text()
+    for option in ("CONFIG_UDHCPC", "CONFIG_IP", "CONFIG_FEATURE_IP_LINK", "CONFIG_FEATURE_IP_ADDRESS",
+                   "CONFIG_FEATURE_IP_ROUTE"):
+        assert re.search(rf"^{option}=y$", config, re.M), f"{option} not in BusyBox's config"
+        assert not re.search(rf"^(# )?{option}( is not set|=n)", fragment, re.M), option
+    assert "usr/share/udhcpc/default.script" in mk
 
 
 # Target Python packages of the image that the tests do not need pinned: ours, and build-time
