@@ -45,11 +45,24 @@ def safe_name(text: str) -> str:
     return SAFE_RE.sub("_", text) or "_"
 
 
+RUN_DIR = Path("/run/ssdbench")  # the image's DHCP script records dhcp-hostname and mac here
+
+
+def _first_line(path: Path) -> str:
+    try:
+        return path.read_text().strip().splitlines()[0].strip()
+    except (OSError, IndexError):
+        return ""
+
+
 def bench_name(cfg: StoreConfig, cmdline_bench: str | None = None,
-               hostname: str | None = None) -> str:
+               hostname: str | None = None, *, run_dir: Path = RUN_DIR) -> str:
     """``[store] bench``, else ``ssdbench.bench=`` from the kernel command line, else the
-    host name."""
-    name = cfg.bench or cmdline_bench or hostname or socket.gethostname()
+    host name DHCP gave (``run_dir/dhcp-hostname``), else the MAC of the first wired NIC
+    (``run_dir/mac``, as 52-54-00-12-34-56), else ``hostname`` or the system's host name."""
+    name = (cfg.bench or cmdline_bench or _first_line(run_dir / "dhcp-hostname")
+            or _first_line(run_dir / "mac").replace(":", "-")
+            or hostname or socket.gethostname())
     return safe_name(name.strip())
 
 
