@@ -7,8 +7,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 # apt-packages-image.txt: building the dev image and booting it in QEMU (make dev-image, e2e)
 lists=("$here/apt-packages.txt" "$here/apt-packages-image.txt" "$@")
 # the store tests' real servers (tests/integration/test_store.py, docs/lab.md): nginx with
-# WebDAV PUT, and Java + Maven for s3proxy (fetched from Maven Central below)
-lab=(nginx default-jre-headless maven)
+# WebDAV PUT (and PROPFIND, dav-ext: the fleet page lists the store), and Java + Maven for
+# s3proxy (fetched from Maven Central below)
+lab=(nginx libnginx-mod-http-dav-ext default-jre-headless maven)
 wanted=$( (cat "${lists[@]}"; printf '%s\n' "${lab[@]}") | sed -e 's/#.*//' -e 's/[[:space:]]//g' \
     | grep -v '^$' | sort -u)
 missing=()

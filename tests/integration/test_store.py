@@ -4,6 +4,7 @@ and nginx with WebDAV PUT/MOVE (Debian). docs/lab.md."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -246,7 +247,12 @@ class Nginx(Server):
         (w / "tmp").mkdir(exist_ok=True)
         (w / "htpasswd").write_text(f"bench:{{PLAIN}}{SECRET}\n")
         user = "user root root;\n" if os.geteuid() == 0 else ""
-        (w / "nginx.conf").write_text(f"""{user}daemon off; worker_processes 1;
+        # PROPFIND (the fleet page reads the store's listing) is Debian's dav-ext module
+        dav_ext = Path("/usr/lib/nginx/modules/ngx_http_dav_ext_module.so")
+        if not dav_ext.exists():
+            pytest.fail("needs libnginx-mod-http-dav-ext: run `make deps`")
+        (w / "nginx.conf").write_text(f"""load_module {dav_ext};
+{user}daemon off; worker_processes 1;
 pid {w}/nginx.pid; error_log {w}/error.log;
 events {{ worker_connections 64; }}
 http {{
@@ -255,7 +261,8 @@ http {{
   server {{
     listen {HOST}:{self.port}; root {w}/root;
     location /store/ {{
-      dav_methods PUT DELETE MKCOL COPY MOVE; create_full_put_path on;
+      dav_methods PUT DELETE MKCOL COPY MOVE; dav_ext_methods PROPFIND OPTIONS;
+      create_full_put_path on;
       client_max_body_size 0; autoindex on;
       auth_basic lab; auth_basic_user_file {w}/htpasswd;
     }}
@@ -345,3 +352,24 @@ def test_kiosk_sends_its_results_and_status_beside_the_stick(dav: Nginx, tmp_pat
     status = json.loads(store.get("lab1/bench-07/status.json"))
     assert status["bench"] == "bench-07" and status["state"] == "done"
     assert status["plan"] == "quick" and status["store"]["last_error"] is None
+
+
+def test_fleet_page_from_a_webdav_store(dav: Nginx, tmp_path: Path) -> None:
+    """`ssdbench fleet store --config` on a WebDAV store lists it with PROPFIND, folder by
+    folder, and finds every run the bench sent."""
+    from ssdbench.cli import main
+
+    root = results_copy(tmp_path)
+    cfg = dav_config(dav)
+    assert StoreUploader(open_store(cfg), cfg, root, "bench-07", print).sync() > 0
+    config = tmp_path / "ssdbench.toml"
+    config.write_text(
+        'plan = "quick"\nselect = ["serial:X"]\ndestroy = "all-eligible"\n'
+        f'[store]\nkind = "webdav"\nendpoint = "{dav.endpoint}"\nprefix = "lab1"\n'
+        f'username = "bench"\npassword = "{SECRET}"\n')
+    out = tmp_path / "fleet"
+    assert main(["fleet", "store", "--config", str(config), "--output", str(out)]) == 0
+    rows = list(csv.DictReader((out / "fleet.csv").open()))
+    runs = {(r["bench"], r["serial"]) for r in rows}
+    assert runs == {("bench-07", "DEMONVME0001"), ("bench-07", "DEMOSATA0001")}, rows
+    assert "DEMONVME0001" in (out / "fleet.html").read_text()
