@@ -12,6 +12,7 @@ from ssdbench.devices import Drive, discover
 from ssdbench.devices.bundle import BundleError, load_bundle
 from ssdbench.exitcodes import ExitCode
 from ssdbench.system import Host, live_host
+from ssdbench.units import decimal_size
 
 
 def register(subparsers: Any) -> None:
@@ -35,10 +36,7 @@ def register(subparsers: Any) -> None:
 def human_size(n: int) -> str:
     if n <= 0:
         return "unknown"  # no size from sysfs, id-ns or a sane nvme list
-    for unit, div in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
-        if n >= div:
-            return f"{n / div:.1f} {unit}"
-    return f"{n} B"
+    return decimal_size(n)
 
 
 def security_state(d: Drive) -> str:

@@ -10,6 +10,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from ssdbench.units import decimal_size
+
 CSV_COLUMNS = (
     "record_id", "result", "reason", "category", "technique", "manufacturer", "model",
     "serial", "firmware", "interface", "media_type", "capacity_bytes", "native_max_bytes",
@@ -65,8 +67,7 @@ footer { margin-top: 10px; font-size: 8pt; color: #555; border-top: 1px solid #9
 def _size(n: Any) -> str:
     if not isinstance(n, int):
         return "unknown"
-    human = f"{n / 1e9:,.1f} GB" if n >= 10**9 else f"{n / 2**20:,.1f} MiB"
-    return f"{n:,} bytes ({human})"
+    return f"{n:,} bytes ({decimal_size(n)})"
 
 
 def _text(value: Any) -> str:

@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from ssdbench.units import binary_size
+
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
@@ -156,12 +158,12 @@ class Workload:
     @property
     def probe_shape(self) -> str:
         """The probe in a few words: "probe: 16 MiB, 16 MiB blocks, QD1"."""
-        size = "" if self.probe_bytes is None else f"{bytes_text(self.probe_bytes)}, "
+        size = "" if self.probe_bytes is None else f"{binary_size(self.probe_bytes)}, "
         return f"probe: {size}{size_text(self.probe_bs)} blocks, QD{self.probe_iodepth}"
 
     @property
     def probe(self) -> str:
-        size = "" if self.probe_bytes is None else f"{bytes_text(self.probe_bytes)} in "
+        size = "" if self.probe_bytes is None else f"{binary_size(self.probe_bytes)} in "
         return (f"sequential-write probe, {size}{size_text(self.probe_bs)} blocks "
                 f"QD{self.probe_iodepth}")
 
@@ -174,15 +176,7 @@ def size_text(block_size: str) -> str:
         n = int(block_size) if block_size.isdigit() else parse_block_size(block_size)
     except ValueError:
         return block_size
-    return bytes_text(n)
-
-
-def bytes_text(n: int) -> str:
-    """4096 → ``4 KiB``, 2^30 → ``1 GiB``, 1.5 × 2^30 → ``1.5 GiB`` (4 significant digits)."""
-    for unit, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if n >= unit:
-            return f"{n / unit:.4g} {name}"
-    return f"{n} B"
+    return binary_size(n)
 
 
 def nice_top(value: float) -> float:

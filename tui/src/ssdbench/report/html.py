@@ -17,9 +17,10 @@ from typing import Any
 from urllib.parse import quote
 
 from ssdbench import __version__
-from ssdbench.report.charts import MB_PER_MIB, Chart, bytes_text
+from ssdbench.report.charts import MB_PER_MIB, Chart
 from ssdbench.report.model import RunAnalysis, run_warnings
 from ssdbench.report.summary import SUMMARY_COLUMNS
+from ssdbench.units import binary_size, decimal_size
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;
@@ -430,13 +431,7 @@ def bytes_both(n: int) -> str:
     ``244.2 MB (232.9 MiB)``; under 1 kB just bytes."""
     if abs(n) < 1000:
         return f"{n} B"
-    decimal = ""
-    for unit, div in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
-        if abs(n) >= div:
-            decimal = f"{n / div:.1f} {unit}"
-            break
-    binary = f"{n / 2**40:.4g} TiB" if abs(n) >= 2**40 else bytes_text(n)
-    return f"{decimal} ({binary})"
+    return f"{decimal_size(n)} ({binary_size(n)})"
 
 
 def capacity_text(n: Any) -> str:
@@ -464,7 +459,7 @@ def trim_support_text(identity: Mapping[str, Any]) -> str:
     if not isinstance(dmax, int) or isinstance(dmax, bool):
         said = "listed" if trim is True else "not listed" if trim is False else "unknown"
         return f"{said} (drive.json records no kernel discard facts)"
-    kernel = (f"kernel: discards (up to {bytes_text(dmax)} a request)" if dmax > 0
+    kernel = (f"kernel: discards (up to {binary_size(dmax)} a request)" if dmax > 0
               else "kernel: does not discard")
     nvme = identity.get("nvme")
     decoded = nvme.get("decoded") if isinstance(nvme, dict) else None
