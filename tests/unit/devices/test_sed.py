@@ -12,6 +12,7 @@ from ssdbench.devices.model import ParseError
 from ssdbench.devices.sed import (
     UNLOCK_ADVICE,
     level0_from_hexdump,
+    nvme_level0_argv,
     parse_level0,
     parse_sedutil_query,
     parse_sedutil_scan,
@@ -129,3 +130,46 @@ def test_lock_reason_for_a_shadow_mbr_alone() -> None:
     sed = parse_sedutil_query(capture("sedutil-query_samsung-960evo_opal2-unlocked_sedutil-101.txt"))
     shadow = replace(sed, locking_enabled=True, mbr_enabled=True, mbr_done=False)
     assert shadow.blocks_erase and "shadow MBR" in shadow.lock_reason and not shadow.locked
+
+
+def _locked_mx500() -> bytes:
+    data = bytearray(level0("level0-hexdump_crucial-mx500-sata_sedutil-340.txt"))
+    data[0x44] = 0x07  # supported, enabled, locked (see the test above)
+    return bytes(data)
+
+
+def test_discovery_marks_a_locked_nvme_drive_and_refuses_its_erase() -> None:
+    from ssdbench.devices import discover
+
+    from .test_discover import PM1733, nvme_machine
+
+    m = nvme_machine(PM1733)
+    m.runner.add(nvme_level0_argv("/dev/nvme0"), stdout=_locked_mx500())
+    (d,) = discover(m.finish())
+    assert d.sed is not None and d.sed_locked
+    assert d.erase_methods == () and "sed-locked" in d.erase_refusal
+    j = d.to_json()["sed"]
+    assert j["locked"] and j["blocks_erase"] and "PSID revert" in j["advice"]
+    assert j["features"][:2] == ["0x0001", "0x0002"]
+
+
+def test_discovery_of_an_unlocked_opal_nvme_drive_keeps_its_methods() -> None:
+    from ssdbench.devices import discover
+
+    from .test_discover import PM1733, nvme_machine
+
+    m = nvme_machine(PM1733)
+    m.runner.add(nvme_level0_argv("/dev/nvme0"),
+                 stdout=level0("level0-hexdump_wd-sn730-nvme_sedutil-507.txt"))
+    (d,) = discover(m.finish())
+    assert d.sed is not None and not d.sed_locked and d.sed.ssc == ("Opal 2",)
+    assert "nvme-sanitize-block" in d.erase_methods and "sed-locked" not in d.erase_refusal
+
+
+def test_discovery_without_a_level0_answer_has_no_sed_key() -> None:
+    from ssdbench.devices import discover
+
+    from .test_discover import PM1733, nvme_machine
+
+    (d,) = discover(nvme_machine(PM1733).finish())  # security-recv not recorded: fails
+    assert d.sed is None and "sed" not in d.to_json()

@@ -49,6 +49,7 @@ from ssdbench.devices.nvme import (
     parse_nvme_list_json,
     sane_size,
 )
+from ssdbench.devices.sed import read_sed
 from ssdbench.devices.smart import (
     SMARTCTL_FATAL_BITS,
     SMARTCTL_OK_CODES,
@@ -73,6 +74,7 @@ REFUSE_VIRTUAL = "no-erase-command"
 REFUSE_SCSI = "scsi-not-supported"
 REFUSE_NO_IDENTIFY = "no-identify"
 REFUSE_NO_METHOD = "no-erase-method"
+REFUSE_SED_LOCKED = "sed-locked"  # TCG Opal/Enterprise locked: unlock or PSID revert first
 
 
 class DriveNotFound(LookupError):
@@ -422,6 +424,12 @@ def discover(host: Host, *, include_all: bool = False) -> list[Drive]:
             refusal.append(REFUSE_NO_METHOD)
         if transport == "usb":
             methods = []
+        sed = read_sed(host, transport=transport, path=path,
+                       controller_path=f"/dev/{nvme_ctrl_name}" if nvme_ctrl_name else None,
+                       nvme_security=nvme is not None and nvme.controller.security_send_receive)
+        if sed is not None and sed.blocks_erase:
+            methods = []
+            refusal.append(REFUSE_SED_LOCKED)
 
         trim = discard_max > 0 and (trim_device is not False)
         reasons = safety.protect_reasons(host.fs, facts, name, partitions, serial)
@@ -458,6 +466,7 @@ def discover(host: Host, *, include_all: bool = False) -> list[Drive]:
                 partitions=partitions,
                 loop_backing_file=backing,
                 problems=tuple(global_problems + probe.problems),
+                sed=sed,
             )
         )
     return drives

@@ -7,7 +7,10 @@ docs/devices.md); the other rooms read the attributes directly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ssdbench.devices.sed import SedState
 
 # Erase method names (the `erase_methods` vocabulary shared with the erase room).
 ATA_SECURITY_ERASE = "ata-security-erase"
@@ -377,6 +380,12 @@ class Drive:
     partitions: tuple[str, ...] = ()
     loop_backing_file: str | None = None
     problems: tuple[ToolProblem, ...] = field(default=())
+    sed: SedState | None = None  # TCG Level 0 Discovery (devices/sed.py); None: no answer
+
+    @property
+    def sed_locked(self) -> bool:
+        """A self-encrypting drive that is locked (or shows its shadow MBR): no erase."""
+        return self.sed is not None and self.sed.blocks_erase
 
     @property
     def consent_id(self) -> str:
@@ -426,4 +435,6 @@ class Drive:
             "partitions": list(self.partitions),
             "loop_backing_file": self.loop_backing_file,
             "problems": [p.to_json() for p in self.problems],
+            # only for drives that answered a TCG Level 0 Discovery (keeps other drives' JSON)
+            **({} if self.sed is None else {"sed": self.sed.to_json()}),
         }

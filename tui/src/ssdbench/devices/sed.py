@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ssdbench.devices.model import ParseError
+from ssdbench.system import CommandError, Host
 
 LEVEL0_BYTES = 2048  # sedutil's MIN_BUFFER_LENGTH; what nvme security-recv asks for
 
@@ -247,11 +248,6 @@ def level0_from_hexdump(text: str) -> bytes:
     return bytes(out)
 
 
-def nvme_security_supported(oacs: int) -> bool:
-    """``nvme id-ctrl`` OACS bit 0: Security Send and Security Receive are supported."""
-    return bool(oacs & 0x1)
-
-
 def nvme_level0_argv(controller_path: str) -> list[str]:
     return ["nvme", "security-recv", controller_path, "--secp=1", "--spsp=1",
             f"--size={LEVEL0_BYTES}", f"--al={LEVEL0_BYTES}", "--raw-binary"]
@@ -259,3 +255,29 @@ def nvme_level0_argv(controller_path: str) -> list[str]:
 
 def sedutil_query_argv(path: str) -> list[str]:
     return ["sedutil-cli", "--query", path]
+
+
+SED_TIMEOUT_S = 20.0
+
+
+def read_sed(host: Host, *, transport: str, path: str, controller_path: str | None = None,
+             nvme_security: bool = False) -> SedState | None:
+    """The drive's TCG state, or None when it has none or it could not be read.
+
+    NVMe: ``nvme security-recv`` on the controller when ``nvme_security`` (id-ctrl OACS
+    bit 0: Security Send/Receive) is set (no answer, no
+    SSC). SATA: ``sedutil-cli --query`` (in the Buildroot image; the dev image has no sedutil,
+    so SATA drives there show no TCG state). A failure is not a discovery problem: most drives
+    are no SEDs, and a drive that does not answer is treated like one (docs/erase.md)."""
+    try:
+        if transport == "nvme":
+            if controller_path is None or not nvme_security:
+                return None
+            res = host.runner.run(nvme_level0_argv(controller_path), timeout=SED_TIMEOUT_S)
+            return parse_level0(res.stdout)
+        if transport in ("sata", "ata"):
+            res = host.runner.run(sedutil_query_argv(path), timeout=SED_TIMEOUT_S)
+            return parse_sedutil_query(res.text)
+    except (CommandError, ParseError):
+        return None
+    return None

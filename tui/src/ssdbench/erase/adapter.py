@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ssdbench.devices.sed import UNLOCK_ADVICE
 from ssdbench.erase.model import (
     ATA_SANITIZE_BLOCK,
     ATA_SANITIZE_CRYPTO,
@@ -75,6 +76,10 @@ def target_from_drive(drive: Any) -> EraseTarget:
         if _attr(nv, "nsid") is not None:
             nsid = int(_attr(nv, "nsid"))
     serial = str(_attr(drive, "consent_id", "") or _attr(drive, "serial", "") or "")
+    sed = _attr(drive, "sed")
+    sed_lock = ""
+    if sed is not None and _attr(sed, "blocks_erase"):
+        sed_lock = f"{_attr(sed, 'lock_reason')}: {UNLOCK_ADVICE}"
     return EraseTarget(
         path=str(_attr(drive, "path")),
         name=str(_attr(drive, "name")),
@@ -87,4 +92,5 @@ def target_from_drive(drive: Any) -> EraseTarget:
         nvme=caps,
         nvme_controller=controller,
         nsid=nsid,
+        sed_lock=sed_lock,
     )

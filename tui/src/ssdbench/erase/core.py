@@ -91,6 +91,8 @@ def available_methods(
     """Secure methods in order of preference, and why the list is empty/short."""
     options = options or EraseOptions()
     transport = target.transport.lower()
+    if target.sed_lock:
+        return [], f"locked self-encrypting drive: {target.sed_lock}"
     if transport == "usb":
         return [], (
             "the drive is behind a USB bridge: bridges mangle or reject ATA pass-through "
@@ -137,7 +139,7 @@ def choose_method(
     # ATA security on a frozen drive with allow_suspend stays first: the suspend is tried.
     if methods:
         return methods[0]
-    if options.erase_fallback == "discard":
+    if options.erase_fallback == "discard" and not target.sed_lock:  # locked: discard fails too
         return DISCARD
     raise NoEraseMethod(
         f"{target.path}: no secure erase possible: {why}. Set erase_fallback = \"discard\" "

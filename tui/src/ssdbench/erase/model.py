@@ -136,6 +136,7 @@ class EraseTarget:
     nvme: NvmeCaps | None = None
     nvme_controller: str | None = None  # /dev/nvme0 (derived from the name when None)
     nsid: int = 1
+    sed_lock: str = ""  # a locked self-encrypting drive: why, and what to do (no erase)
 
     @property
     def controller_path(self) -> str:

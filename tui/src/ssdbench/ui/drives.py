@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from ssdbench.devices import Drive
+from ssdbench.devices.sed import UNLOCK_ADVICE
 from ssdbench.ui import fmt
 from ssdbench.ui.widgets import TopBar
 
@@ -52,9 +53,13 @@ class ColumnScrollTable(DataTable[Text | str]):
 def drive_row(drive: Drive, selected: bool) -> tuple[Text | str, ...]:
     if drive.protected:
         mark = Text("PROT", style="bold red")
+    elif selected:
+        mark = Text("[x]", style="bold green")
     else:
-        mark = Text("[x]", style="bold green") if selected else Text("[ ]")
+        mark = Text("LOCK", style="bold yellow") if drive.sed_locked else Text("[ ]")
     reasons = ", ".join(drive.protect_reasons)
+    if drive.sed_locked and not reasons:
+        reasons = "SED locked: unlock or PSID revert (details below)"
     return (
         mark, drive.name, drive.model or "-", fmt.size(drive.size_bytes), drive.transport,
         drive.serial or "-", drive.firmware or "-", "yes" if drive.trim_supported else "no",
@@ -112,6 +117,16 @@ def details(drive: Drive | None) -> Text:
                                 ("DSM", c.dsm_supported)) if on]
         line("NVMe", f"{drive.nvme.controller_name} nsid {drive.nvme.nsid}: "
              + (", ".join(caps) or "no admin erase commands"))
+    if drive.sed is not None:
+        sed = drive.sed
+        state = ", ".join(w for w, on in (
+            ("locking enabled", sed.locking_enabled), ("LOCKED", sed.locked),
+            ("SHADOW MBR", sed.shadow_mbr), ("media encryption", sed.media_encryption)) if on)
+        line("TCG", f"{'/'.join(sed.ssc) or 'no SSC'}: {state or 'not locked'}",
+             "bold yellow" if sed.blocks_erase else "")
+        if sed.blocks_erase:
+            line("", f"{sed.lock_reason}: no erase until it is unlocked. {UNLOCK_ADVICE}",
+                 "yellow")
     line("Erase", ", ".join(drive.erase_methods) or "no secure erase ("
          + (", ".join(drive.erase_refusal) or "none") + ")")
     smart = drive.smart
