@@ -158,3 +158,41 @@ def nvme_hidden_capacity(nvme: Mapping[str, Any] | None, nsid: int | None,
         ],
         "warnings": warnings,
     }
+
+
+def restore_native_max_argv(path: str, native_sectors: int) -> list[str]:
+    """``hdparm -N p<native>``: SET MAX ADDRESS to the native max, permanent (``p``: survives
+    a power cycle, so the next owner sees the whole drive too). hdparm 9.65 asks for
+    --yes-i-know-what-i-am-doing only when the new value is *smaller* than the current
+    capacity (hdparm.c): ssdbench never passes it, so a wrong value cannot shrink a drive."""
+    return ["hdparm", "-N", f"p{native_sectors}", path]
+
+
+def restore_native_max(host: Host, path: str) -> dict[str, Any]:
+    """Restore an HPA's hidden sectors before the erase: read ``hdparm -N``, set the native
+    max when the host sees less, read again. Returns the record's ``native_max_restore``
+    (``result``: "done", "not needed", or "failed" with ``reason``); never raises."""
+    before, err = _try(host, ["hdparm", "-N", path], parse_hdparm_n)
+    if before is None:
+        return {"result": "failed", "reason": f"HPA state unknown: {err}"}
+    out: dict[str, Any] = {"before_sectors": before.current_sectors,
+                           "native_sectors": before.native_sectors}
+    if before.hidden_sectors == 0:
+        return {**out, "result": "not needed", "after_sectors": before.current_sectors}
+    argv = restore_native_max_argv(path, before.native_sectors)
+    out["command"] = " ".join(argv)
+    try:
+        host.runner.run(argv, timeout=60.0)
+    except CommandError as exc:
+        return {**out, "result": "failed",
+                "reason": f"{exc} (a drive allows one permanent change per power cycle; a "
+                          "DCO or a frozen SET MAX also refuse it)"}
+    after, err = _try(host, ["hdparm", "-N", path], parse_hdparm_n)
+    if after is None:
+        return {**out, "result": "failed", "reason": f"could not read it back: {err}"}
+    out["after_sectors"] = after.current_sectors
+    if after.hidden_sectors:
+        return {**out, "result": "failed",
+                "reason": f"the drive still hides {after.hidden_sectors} sectors after "
+                          "SET MAX ADDRESS"}
+    return {**out, "result": "done"}
