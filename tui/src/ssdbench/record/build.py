@@ -125,6 +125,7 @@ def build_record(
     finished: str,
     duration_s: float,
     record_id: str | None = None,
+    tcg_revert: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The unsigned record (sign it with :func:`ssdbench.record.sign.sign_record`)."""
     method = (erase or {}).get("method")
@@ -149,6 +150,7 @@ def build_record(
             "steps": list((erase or {}).get("steps") or []),
         },
         "hidden_areas": dict(hidden),
+        "tcg_revert": None if tcg_revert is None else dict(tcg_revert),
         "warnings": warnings,
         "verification": ver,
         "started": started,

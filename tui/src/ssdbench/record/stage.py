@@ -9,7 +9,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ssdbench.erase.hidden import ata_hidden_areas, nvme_hidden_capacity
+from ssdbench.erase.hidden import ata_hidden_areas, nvme_hidden_capacity, restore_native_max
+from ssdbench.erase.psid import PsidError, psid_revert
 from ssdbench.record.build import FAIL, build_record
 from ssdbench.record.write import append_session_csv, seal, write_record_files
 from ssdbench.stages.base import RunContext, StageFailed
@@ -68,6 +69,41 @@ def _health(ctx: RunContext, phase: str) -> Any:
     return (ctx.record.data.get("health") or {}).get(phase)
 
 
+def unlock_for_erase(ctx: RunContext, drive: dict[str, Any],
+                     stage: str) -> tuple[str | None, dict[str, Any] | None]:
+    """A locked self-encrypting drive (discovery's ``sed.blocks_erase``): without a PSID the
+    erase is refused with the advice (error); with one, PSID revert it, discover it again and
+    give the run the secure erase its unlocked state allows. Returns (error, the revert)."""
+    sed = drive.get("sed")
+    if not isinstance(sed, dict) or not sed.get("blocks_erase"):
+        return None, None
+    locked = f"locked self-encrypting drive: {sed.get('lock_reason')}"
+    psid = str(getattr(ctx.params, "psid", "") or "")
+    if not psid:
+        return f"{locked}; no erase until it is unlocked: {sed.get('advice')}", None
+    path = str(drive.get("path"))
+    ctx.emit(stage, "running", "PSID revert (sedutil-cli): destroys the drive's data key")
+    try:
+        revert = psid_revert(ctx.host, path, psid).to_dict()
+    except PsidError as exc:
+        return f"{locked}; PSID revert impossible: {exc}", {
+            "method": "tcg-psid-revert", "device": path, "result": "failed", "detail": str(exc)}
+    if revert["result"] != "done":
+        return f"{locked}; PSID revert failed: {revert['detail']}", revert
+    from ssdbench.devices import DriveNotFound, discover, find_drive
+    from ssdbench.plan.engine import secure_erase_hook
+
+    try:
+        fresh = find_drive(discover(ctx.host), path)
+    except DriveNotFound as exc:
+        return f"PSID revert done but the drive is gone: {exc}", revert
+    if fresh.sed_locked:
+        return (f"PSID revert reported success but the drive is still locked "
+                f"({fresh.sed.lock_reason if fresh.sed else ''})"), revert
+    ctx.secure_erase = secure_erase_hook(fresh, ctx.run_dir.parent.parent)
+    return None, revert
+
+
 @dataclass
 class CertifiedEraseStage:
     """Erase and record; the run fails when the record says FAIL (with its reason)."""
@@ -79,18 +115,30 @@ class CertifiedEraseStage:
         transport = str(drive.get("transport") or "")
         t0, wall0 = time.monotonic(), time.time()
         hidden: dict[str, Any] = {}
+        params = ctx.params
+        path = str(drive.get("path"))
+        restore = None
         if transport in ATA_TRANSPORTS:
+            if getattr(params, "restore_native_max", False):
+                ctx.emit(self.name, "running", "restoring the native max (hdparm -N p<native>)")
+                restore = restore_native_max(ctx.host, path)
             ctx.emit(self.name, "running", "checking HPA and DCO (hdparm -N, --dco-identify)")
             block = int(drive.get("logical_block_size") or 512)
             size = drive.get("size_bytes")
-            hidden["ata"] = ata_hidden_areas(ctx.host, str(drive.get("path")),
+            hidden["ata"] = ata_hidden_areas(ctx.host, path,
                                              size // block if isinstance(size, int) else None)
+            if restore is not None:
+                hidden["ata"]["native_max_restore"] = restore
+                if restore["result"] == "failed":
+                    hidden["ata"]["warnings"].append(
+                        f"native max restore failed: {restore['reason']}")
         before = _health(ctx, "before")
-        error = None
-        try:
-            EraseStage(self.name).execute(ctx)
-        except StageFailed as exc:
-            error = str(exc)
+        error, revert = unlock_for_erase(ctx, drive, self.name)
+        if error is None:
+            try:
+                EraseStage(self.name).execute(ctx)
+            except StageFailed as exc:
+                error = str(exc)
         erase = ctx.record.data.get("erase")
         method = str((erase or {}).get("method") or "")
         nvme = drive.get("nvme")
@@ -100,7 +148,6 @@ class CertifiedEraseStage:
                 nvme.get("nsid") if isinstance(nvme, dict) else None,
                 sanitize=method.startswith("nvme-sanitize"))
         after = _health(ctx, "after")
-        params = ctx.params
         record = build_record(
             drive=drive, erase=erase, error=error, hidden=hidden,
             tools=tool_versions(ctx, transport),
@@ -108,7 +155,7 @@ class CertifiedEraseStage:
                     for k in ("operator", "organisation", "customer", "asset_tag")},
             health_before=before, health_after=after,
             started=_utc(wall0), finished=_utc(time.time()),
-            duration_s=time.monotonic() - t0,
+            duration_s=time.monotonic() - t0, tcg_revert=revert,
         )
         record = seal(record, str(getattr(params, "record_key", "") or ""))
         files = write_record_files(ctx.run_dir, record)

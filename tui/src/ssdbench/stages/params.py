@@ -69,6 +69,12 @@ class RunParams:
     """Erase record: the asset tag / property number."""
     record_key: str = ""
     """Erase record: the lab's Ed25519 private key (PEM file); empty: records are unsigned."""
+    restore_native_max: bool = False
+    """Erase plan: restore an HPA's hidden sectors (hdparm -N p<native>) before the erase, so
+    the erase covers the whole drive; setting it is the consent (docs/erase.md)."""
+    psid: str = ""
+    """Erase plan: PSID revert a locked self-encrypting drive first (the 32 characters on its
+    label; typed twice in the TUI). Never written to run.json."""
 
     @property
     def effective_steady_start_s(self) -> int:
@@ -86,6 +92,7 @@ class RunParams:
         """Every effective value, for run.json."""
         record = dataclasses.asdict(self)
         record["steady_start_s"] = self.effective_steady_start_s
+        record["psid"] = "(given)" if self.psid else ""  # the PSID is a credential: not kept
         return record
 
     def with_values(self, values: Mapping[str, object], source: str = "--set") -> RunParams:
@@ -130,6 +137,15 @@ def _convert(key: str, value: object, source: str) -> object:
         if key in ("steady_start_s", "trim_idle_seconds") and value < 0:
             raise bad("a whole number of seconds ≥ 0")
         return value
+    if key == "restore_native_max":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "yes", "1", "on"):
+            return True
+        if text in ("false", "no", "0", "off", ""):
+            return False
+        raise bad("true or false")
     if key == "probe_gib":
         if isinstance(value, bool):
             raise bad("a size in GiB, e.g. 8 or 0.5")
@@ -155,6 +171,13 @@ def _convert(key: str, value: object, source: str) -> object:
         raise bad(" or ".join(PROBE_PRESETS))
     if key == "erase_fallback" and value not in ("fail", "discard"):
         raise bad("fail or discard")
+    if key == "psid" and value:
+        from ssdbench.erase.psid import normalize_psid
+
+        try:
+            return normalize_psid(value)
+        except ValueError as exc:
+            raise ParamError(f"{source}: key 'psid': {exc}") from None
     return value
 
 
