@@ -1,0 +1,67 @@
+"""``python3 -m simdrive.ata create DIR ...`` (anywhere) and ``serve DIR`` (as root in the
+guest: configfs, tcm_loop, then answer commands until the machine stops)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from simdrive.ata.drive import AtaDrive, Config
+from simdrive.ata.scsi import SatTarget
+from simdrive.ata.tcmu import Ring, attach_loopback, create_backstore, find_block_device
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m simdrive.ata", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("create", help="a new drive folder (config.json, sparse data.img)")
+    c.add_argument("dir", type=Path)
+    c.add_argument("--size-mib", type=int, default=16)
+    c.add_argument("--serial", default="ATAEMU0001")
+    c.add_argument("--model", default="SSDBENCH ATA EMU")
+    c.add_argument("--frozen", action="store_true", help="security frozen at every power-on")
+    c.add_argument("--power-cut-after", choices=["", "set-pass"], default="",
+                   help="cut the guest's power when SECURITY SET PASSWORD arrives")
+    c.add_argument("--user-password", default=None,
+                   help="start with this user password set (the drive powers on locked)")
+    s = sub.add_parser("serve", help="attach the drive to this kernel and answer its commands")
+    s.add_argument("dir", type=Path)
+    s.add_argument("--ready", type=Path, required=True, help="write the /dev/sdX here when up")
+    s.add_argument("--log", type=Path, required=True, help="one line per ATA command")
+    args = p.parse_args(argv)
+    if args.cmd == "create":
+        drive = AtaDrive.create(args.dir, Config(
+            model=args.model, serial=args.serial, size_bytes=args.size_mib << 20,
+            frozen_at_power_on=args.frozen, power_cut_after=args.power_cut_after,
+        ))
+        if args.user_password is not None:
+            drive.nv.user_password = args.user_password.encode().ljust(32, b"\0").hex()
+            drive._save()
+        return 0
+    drive = AtaDrive(args.dir)
+    log = open(args.log, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives until power-off
+
+    def emit(line: str) -> None:
+        log.write(f"{time.strftime('%H:%M:%S')} {line}\n")
+        log.flush()
+
+    emit(f"power-on: security word 128 = {drive.security_word():#06x} "
+         f"(enabled={drive.enabled} locked={drive.vol.locked} frozen={drive.vol.frozen})")
+    target = SatTarget(drive, emit)
+    uio = create_backstore("ataemu", drive.config.size_bytes)
+    ring = Ring(uio)
+    import threading
+
+    threading.Thread(target=ring.serve, args=(target,), daemon=True).start()
+    attach_loopback("ataemu")
+    dev = find_block_device()
+    emit(f"attached as {dev} ({uio})")
+    args.ready.write_text(dev + "\n")
+    threading.Event().wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
