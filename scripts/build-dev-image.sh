@@ -146,7 +146,12 @@ dirs = ("kernel/drivers/ata/", "kernel/drivers/nvme/host/nvme.ko", "kernel/drive
         "kernel/drivers/input/evdev", "kernel/fs/fat/", "kernel/fs/exfat/",
         "kernel/fs/nls/", "kernel/drivers/scsi/sd_mod", "kernel/drivers/scsi/sg.",
         "kernel/drivers/scsi/scsi_mod", "kernel/drivers/block/loop", "kernel/drivers/scsi/virtio",
-        "kernel/drivers/block/virtio", "kernel/drivers/virtio/", "kernel/drivers/char/nvram")
+        "kernel/drivers/block/virtio", "kernel/drivers/virtio/", "kernel/drivers/char/nvram",
+        # wired NICs for network boot and the lab's store (docs/lab.md): QEMU's virtio and
+        # e1000, Intel, Realtek, Broadcom on boards, USB Ethernet adapters
+        "kernel/drivers/net/virtio_net", "kernel/drivers/net/ethernet/intel/",
+        "kernel/drivers/net/ethernet/realtek/", "kernel/drivers/net/ethernet/broadcom/tg3",
+        "kernel/drivers/net/usb/")
 deps = {}
 for line in (src / "modules.dep").read_text().splitlines():
     mod, _, rest = line.partition(":")
