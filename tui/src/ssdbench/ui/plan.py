@@ -8,11 +8,12 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, Select, Static
+from textual.widgets import Checkbox, Footer, Input, Label, Select, Static
 
 from ssdbench.devices import Drive
+from ssdbench.erase.psid import check_typed_twice
 from ssdbench.plan.plans import PlanError
 from ssdbench.stages.params import ParamError, RunParams
 from ssdbench.ui import fmt
@@ -38,6 +39,17 @@ FIELDS = (
 )
 
 
+# The erase plan's record (docs/erase.md "The erase record"): who erased what for whom. They
+# stay in the form for the next plan of the session; the PSID and the restore consent do not.
+PEOPLE = (
+    ("operator", "Operator"),
+    ("organisation", "Organisation"),
+    ("customer", "Customer"),
+    ("asset_tag", "Asset tag"),
+)
+ERASE_PRESET = "erase"
+
+
 def parse_op_levels(text: str) -> tuple[int, ...]:
     """"0, 25" → (0, 25); every level validated like op_percent."""
     levels: list[int] = []
@@ -53,17 +65,49 @@ def parse_op_levels(text: str) -> tuple[int, ...]:
     return tuple(levels)
 
 
+def erase_values(preset: str, values: dict[str, str], drives: list[Drive], *,
+                 restore: bool = False, psid: tuple[str, str] = ("", "")) -> dict[str, str]:
+    """The erase plan's own parameters from the form: the people on the record, the native
+    max restore (the checkbox is the consent) and a PSID typed twice for the one locked
+    drive. Raises ParamError naming what is wrong."""
+    if preset != ERASE_PRESET:
+        return {}
+    out = {key: values[key].strip() for key, _ in PEOPLE if values.get(key, "").strip()}
+    if restore:
+        out["restore_native_max"] = "true"
+    locked = [d.name for d in drives if d.sed_locked]
+    if any(p.strip() for p in psid):
+        if len(locked) != 1:
+            raise ParamError("PSID: a PSID revert is for one locked drive at a time; "
+                             f"locked drives selected: {', '.join(locked) or 'none'}")
+        try:
+            out["psid"] = check_typed_twice(*psid)
+        except ValueError as exc:
+            raise ParamError(f"PSID: {exc}") from None
+    return out
+
+
 def build_plan(preset: str, values: dict[str, str], erase_fallback: str,
-               drives: list[Drive]) -> Plan:
-    """The plan from the form; raises ParamError naming the field and the expected form."""
+               drives: list[Drive], extra: dict[str, str] | None = None) -> Plan:
+    """The plan from the form; raises ParamError naming the field and the expected form.
+    ``extra``: the erase plan's values (:func:`erase_values`)."""
     ops = parse_op_levels(values.get("op_levels", "0"))
+    run_values = {k: v for k, v in values.items()
+                  if k != "op_levels" and k not in dict(PEOPLE)}
     try:
-        plan = plan_with(preset, {k: v for k, v in values.items() if k != "op_levels"},
-                         ops, erase_fallback)
+        plan = plan_with(preset, {**run_values, **(extra or {})}, ops, erase_fallback)
     except PlanError as exc:
         raise ParamError(str(exc)) from None
+    locked = [d for d in drives if d.sed_locked]
+    if plan.destructive and locked and not (preset == ERASE_PRESET and plan.params.psid):
+        d = locked[0]
+        how = ("type its PSID twice below for a PSID revert" if preset == ERASE_PRESET
+               else "erase it with the erase plan and its PSID")
+        raise ParamError(f"{d.name} is a locked self-encrypting drive "
+                         f"({d.sed.lock_reason if d.sed else 'locked'}): {how}, or unlock "
+                         "it with its password (details on the drives screen)")
     if plan.destructive and erase_fallback == ERASE_SECURE:
-        none = [d.name for d in drives if not d.erase_methods]
+        none = [d.name for d in drives if not d.erase_methods and not d.sed_locked]
         if none:
             raise ParamError("no secure erase on " + ", ".join(none) + " (virtual disk, "
                              "USB bridge or no erase command): choose \"secure erase, else "
@@ -96,6 +140,17 @@ def plan_summary(plan: Plan, drives: list[Drive]) -> Text:
                  f"about {fmt.duration(est.seconds)}\n")
     t.append(f"Drives run in parallel: about {fmt.duration(total)} in all (estimate).",
              style="bold")
+    p = plan.params
+    if any(r.kind == "erase" for r in plan.runs):
+        people = ", ".join(f"{label.lower()} {getattr(p, key)}" for key, label in PEOPLE
+                           if getattr(p, key, "")) or "nobody named (type them above)"
+        t.append(f"\nRecord: {people}.")
+        if p.restore_native_max:
+            t.append("\nNative max restored first (hdparm -N p<native>): the HPA's hidden "
+                     "sectors are erased too.", style="yellow")
+        if p.psid:
+            t.append("\nPSID revert first (sedutil-cli): the locked drive's data key is "
+                     "destroyed.", style="yellow")
     for how in dict.fromkeys(basis(d) for d in drives):
         t.append(f"\nEstimate: {how}", style="dim")
     return t
@@ -154,10 +209,27 @@ class PlanScreen(Screen[None]):
                 yield Label("Erase method", classes="label")
                 yield Select(list(ERASE_CHOICES), value=self.form.erase, allow_blank=False,
                              compact=True, id="erase")
-            for key, label in FIELDS:
-                with Horizontal(classes="field"):
-                    yield Label(label, classes="label")
-                    yield Input(values[key], id=key, compact=True)
+            with Vertical(id="run-fields"):
+                for key, label in FIELDS:
+                    with Horizontal(classes="field"):
+                        yield Label(label, classes="label")
+                        yield Input(values[key], id=key, compact=True)
+            with Vertical(id="erase-fields"):
+                for key, label in PEOPLE:
+                    with Horizontal(classes="field tight"):
+                        yield Label(label, classes="label")
+                        yield Input(values.get(key, ""), id=key, compact=True,
+                                    placeholder="on the record")
+                with Horizontal(classes="field tight"):
+                    yield Label("Hidden area", classes="label")
+                    yield Checkbox("restore the native max (HPA) first", id="restore",
+                                   compact=True)
+                if any(d.sed_locked for d in self.drives):
+                    for key, label in (("psid", "PSID (label)"), ("psid2", "PSID again")):
+                        with Horizontal(classes="field tight"):
+                            yield Label(label, classes="label")
+                            yield Input("", id=key, compact=True, password=True,
+                                        placeholder="32 characters")
             yield Static("", id="plan-error")
             yield Static("", id="plan-summary")
         yield Footer()
@@ -167,7 +239,12 @@ class PlanScreen(Screen[None]):
         self.revalidate()
 
     def _values(self) -> dict[str, str]:
-        return {key: self.query_one(f"#{key}", Input).value for key, _ in FIELDS}
+        return {key: self.query_one(f"#{key}", Input).value for key, _ in (*FIELDS, *PEOPLE)}
+
+    def _psid(self) -> tuple[str, str]:
+        """The PSID typed twice (the fields exist only when a selected drive is locked)."""
+        got = [w.value for key in ("psid", "psid2") for w in self.query(f"#{key}").results(Input)]
+        return (got[0], got[1]) if len(got) == 2 else ("", "")
 
     def revalidate(self) -> None:
         erase = self.query_one("#erase", Select).value
@@ -175,9 +252,15 @@ class PlanScreen(Screen[None]):
         self.form = PlanForm(self.preset, str(erase), values)
         self.app.plan_form = self.form  # type: ignore[attr-defined]
         self.query_one("#preset-help", Static).update(preset_help(self.preset, values))
+        erase_plan = self.preset == ERASE_PRESET
+        self.query_one("#run-fields").display = not erase_plan
+        self.query_one("#erase-fields").display = erase_plan
         error = self.query_one("#plan-error", Static)
         try:
-            self.plan = build_plan(self.preset, values, str(erase), self.drives)
+            extra = erase_values(self.preset, values, self.drives,
+                                 restore=self.query_one("#restore", Checkbox).value,
+                                 psid=self._psid())
+            self.plan = build_plan(self.preset, values, str(erase), self.drives, extra)
         except ParamError as exc:
             self.plan = None
             error.update(Text(str(exc), style="bold red"))
@@ -194,6 +277,9 @@ class PlanScreen(Screen[None]):
         self.revalidate()
 
     def on_input_changed(self, _event: Input.Changed) -> None:
+        self.revalidate()
+
+    def on_checkbox_changed(self, _event: Checkbox.Changed) -> None:
         self.revalidate()
 
     def on_input_submitted(self, _event: Input.Submitted) -> None:
