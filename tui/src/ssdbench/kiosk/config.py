@@ -4,7 +4,9 @@ Search order (the first that exists wins):
 
 1. the path given with ``--config`` (``ssdbench kiosk --config FILE``);
 2. ``ssdbench.config=PATH`` on the kernel command line (absolute, or relative to the
-   results partition's mount point);
+   results partition's mount point), or ``ssdbench.config=http(s)://...``: fetched from a
+   lab's server (:func:`fetch_url`: retried until the network is up, the console saying
+   what it waits for; TLS verified against the system's CA bundle; docs/lab.md);
 3. ``ssdbench.toml`` at the root of the results partition (``SSDRESULTS``).
 
 A config that fails validation raises :class:`ConfigError` naming the key and the expected
@@ -29,11 +31,16 @@ form; nothing destructive runs then.  Example (shipped as ``ssdbench.toml.exampl
 from __future__ import annotations
 
 import fnmatch
+import ssl
+import time
 import tomllib
-from collections.abc import Mapping, Sequence
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from ssdbench.lab.config import StoreConfig, StoreConfigError, parse_store
 
@@ -118,8 +125,10 @@ def _string_list(source: str, key: str, value: object, form: str) -> list[str]:
     return out
 
 
-def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml") -> KioskConfig:
-    """Validate a parsed TOML document (see the module docstring for the form)."""
+def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml",
+                 base: Path | None = None) -> KioskConfig:
+    """Validate a parsed TOML document (see the module docstring for the form). Relative
+    file names in it are relative to ``base`` (default: the folder of ``source``)."""
     unknown = sorted(set(data) - set(KEYS))
     if unknown:
         raise ConfigError(
@@ -183,7 +192,7 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml") -> Kios
     store = None
     if "store" in data:
         try:
-            store = parse_store(data["store"], Path(source).parent)
+            store = parse_store(data["store"], base or Path(source).parent)
         except StoreConfigError as exc:
             raise ConfigError(source, exc.key, exc.problem) from None
 
@@ -201,20 +210,101 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml") -> Kios
     )
 
 
-def load_config(path: Path) -> KioskConfig:
-    """Read and validate a config file; every problem is a ConfigError naming the key."""
-    source = str(path)
+def is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://"))
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages name it: no user, password, query or fragment (tokens)."""
+    u = urlsplit(url)
+    host = u.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{u.scheme}://{host}{f':{u.port}' if u.port else ''}{u.path}"
+
+
+def default_route() -> str:
+    """What the network is doing, for the waiting line: from /proc/net/route."""
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(source, "(file)", f"cannot be read: {exc.strerror or exc}") from exc
+        lines = Path("/proc/net/route").read_text().splitlines()[1:]
+    except OSError:
+        return "no routing table"
+    if any(line.split()[1:2] == ["00000000"] for line in lines):
+        return "network up (default route)"
+    return "no DHCP lease yet (no default route)"
+
+
+MAX_CONFIG_BYTES = 1024 * 1024
+FETCH_TIMEOUT_S = 15.0
+BACKOFF_MAX_S = 30.0
+
+
+def fetch_url(url: str, say: Callable[[str], None], *,
+              wait: Callable[[float], None] = time.sleep,
+              net_state: Callable[[], str] = default_route) -> bytes:
+    """The config's bytes from ``url``. The network not being there yet (no lease, no route,
+    refused, DNS, a timeout, an HTTP 5xx, 408 or 429) is waited for, retrying 1 s doubling
+    to 30 s, each try said with what it waits for; an answer that will not change (another
+    4xx, a TLS certificate that does not verify, more than 1 MiB) is a ConfigError."""
+    source = shown_url(url)
+    context = ssl.create_default_context() if url.startswith("https://") else None
+    delay = 1.0
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            req = urllib.request.Request(url, headers={"User-Agent": "ssdbench"})
+            with urllib.request.urlopen(req, timeout=FETCH_TIMEOUT_S, context=context) as r:
+                body: bytes = r.read(MAX_CONFIG_BYTES + 1)
+            if len(body) > MAX_CONFIG_BYTES:
+                raise ConfigError(source, "(url)", "is larger than 1 MiB: not a config")
+            say(f"config fetched from {source} ({len(body)} bytes)")
+            return body
+        except urllib.error.HTTPError as exc:
+            if 400 <= exc.code < 500 and exc.code not in (408, 429):
+                raise ConfigError(source, "(url)", f"the server answered {exc.code} "
+                                  f"{exc.reason}") from None
+            why = f"the server answered {exc.code} {exc.reason}"
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, ssl.SSLCertVerificationError):
+                raise ConfigError(source, "(tls)", "the server's certificate does not "
+                                  f"verify: {exc.reason.verify_message}") from None
+            why = str(exc.reason)
+        except (OSError, ValueError) as exc:  # timeouts, resets, a malformed answer
+            why = f"{type(exc).__name__}: {exc}"
+        say(f"config {source}: waiting for the network ({net_state()}): {why}; "
+            f"try {attempt + 1} in {delay:g} s")
+        wait(delay)
+        delay = min(delay * 2, BACKOFF_MAX_S)
+
+
+def load_config(path: Path | str, *, say: Callable[[str], None] | None = None,
+                base: Path | None = None,
+                wait: Callable[[float], None] = time.sleep,
+                net_state: Callable[[], str] = default_route) -> KioskConfig:
+    """Read and validate a config file, or fetch it from an http(s) URL (:func:`fetch_url`;
+    ``say`` gets its waiting lines; ``base`` is the folder a URL config's relative file
+    names are in: the results stick, else /; a file's are in its own folder); every
+    problem is a ConfigError naming the key."""
+    if isinstance(path, str) and is_url(path):
+        source = shown_url(path)
+        raw = fetch_url(path, say or (lambda _line: None), wait=wait, net_state=net_state)
+        base = base or Path("/")
+    else:
+        source = str(path)
+        base = None
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise ConfigError(source, "(file)",
+                              f"cannot be read: {exc.strerror or exc}") from exc
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ConfigError(source, "(file)", "is not UTF-8 text") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(source, "(syntax)", f"not valid TOML: {exc}") from exc
-    return parse_config(data, source)
+    return parse_config(data, source, base)
 
 
 def kernel_cmdline_value(cmdline: str, key: str) -> str | None:
@@ -229,11 +319,14 @@ def kernel_cmdline_value(cmdline: str, key: str) -> str | None:
 
 def find_config(
     explicit: Path | None, cmdline: str, results_root: Path | None
-) -> Path | None:
-    """The config to use, per the search order in the module docstring."""
+) -> Path | str | None:
+    """The config to use, per the search order in the module docstring: a path, or an
+    http(s) URL (a ``str``) for :func:`load_config` to fetch."""
     if explicit is not None:
         return explicit
     from_cmdline = kernel_cmdline_value(cmdline, "ssdbench.config")
+    if from_cmdline and is_url(from_cmdline):
+        return from_cmdline
     if from_cmdline:
         path = Path(from_cmdline)
         if not path.is_absolute() and results_root is not None:

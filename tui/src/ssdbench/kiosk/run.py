@@ -205,7 +205,8 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
         return _bad_config("no config: put ssdbench.toml on the SSDRESULTS stick, or boot "
                            "with ssdbench.config=PATH, or give --config FILE", out, err)
     try:
-        config = load_config(path)
+        config = load_config(path, base=stick_root, say=lambda line: print(
+            f"ssdbench: {line}", file=out, flush=True))
         plan = _plan_for(config)
     except (ConfigError, PlanError) as exc:
         return _bad_config(str(exc), out, err)

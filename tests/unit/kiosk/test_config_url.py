@@ -1,0 +1,140 @@
+"""``ssdbench.config=http(s)://...``: the kiosk config fetched from a lab's server (#21 item
+2, docs/lab.md "Config from the network"), against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from ssdbench.kiosk.config import ConfigError, find_config, load_config
+
+GOOD = 'plan = "diagnose"\non_finish = "poweroff"\n'
+
+
+class Files(http.server.BaseHTTPRequestHandler):
+    files: ClassVar[dict[str, tuple[int, bytes]]] = {}
+
+    def do_GET(self) -> None:
+        code, body = self.files.get(self.path.split("?")[0], (404, b"not here\n"))
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class Server:
+    def __init__(self, port: int = 0) -> None:
+        self.files: dict[str, tuple[int, bytes]] = {}
+
+        class Handler(Files):
+            files = self.files
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    s = Server()
+    yield s
+    s.stop()
+
+
+def test_find_config_keeps_a_url_from_the_kernel_command_line(tmp_path: Path) -> None:
+    url = "https://lab.example/benches/a.toml?token=x"
+    assert find_config(None, f"quiet ssdbench.config={url}", tmp_path) == url
+    assert find_config(None, "ssdbench.config=http://10.0.2.2/k.toml", None) == \
+        "http://10.0.2.2/k.toml"
+
+
+def test_a_config_from_a_url_is_fetched_and_validated(server: Server) -> None:
+    server.files["/lab/a.toml"] = (200, GOOD.encode())
+    said: list[str] = []
+    config = load_config(server.url("/lab/a.toml"), say=said.append)
+    assert config.plan == "diagnose" and config.on_finish == "poweroff"
+    assert config.source == server.url("/lab/a.toml")
+    assert any("fetched" in line for line in said), said
+
+
+def test_a_bad_config_from_a_url_names_the_key_and_the_url_without_its_query(
+        server: Server) -> None:
+    server.files["/a.toml"] = (200, b'plan = "quick"\ndestroy = "all-eligible"\nsvgg = 1\n')
+    with pytest.raises(ConfigError) as exc:
+        load_config(server.url("/a.toml?token=SECRETVALUE"), say=lambda _l: None)
+    assert exc.value.key == "svgg"
+    assert str(exc.value).startswith(server.url("/a.toml") + ": `svgg`: unknown key")
+    assert "SECRETVALUE" not in str(exc.value)
+
+
+def test_a_refused_url_is_a_config_error_at_once(server: Server) -> None:
+    server.files["/gone.toml"] = (403, b"forbidden\n")
+    waits: list[float] = []
+    with pytest.raises(ConfigError) as exc:
+        load_config(server.url("/gone.toml"), say=lambda _l: None, wait=waits.append)
+    assert exc.value.key == "(url)" and "403" in exc.value.problem
+    assert waits == []  # no retry: the server answered
+
+
+def test_the_network_not_there_yet_is_waited_for_and_said(tmp_path: Path) -> None:
+    # a port nobody listens on until the second wait: the fetch retries, saying why
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    said: list[str] = []
+    waits: list[float] = []
+    started: list[Server] = []
+
+    def wait(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 2:
+            srv = Server(port)
+            srv.files["/k.toml"] = (200, GOOD.encode())
+            started.append(srv)
+
+    try:
+        config = load_config(f"http://127.0.0.1:{port}/k.toml", say=said.append, wait=wait,
+                             net_state=lambda: "no DHCP lease yet")
+    finally:
+        for srv in started:
+            srv.stop()
+    assert config.plan == "diagnose"
+    assert len(waits) == 2 and waits[1] > waits[0]  # backoff
+    waiting = [line for line in said if "waiting" in line]
+    assert len(waiting) == 2, said
+    assert "no DHCP lease yet" in waiting[0] and "refused" in waiting[0].lower(), said
+
+
+def test_a_config_that_is_not_toml_is_a_syntax_error(server: Server) -> None:
+    server.files["/x.toml"] = (200, b"<html>captive portal</html>")
+    with pytest.raises(ConfigError) as exc:
+        load_config(server.url("/x.toml"), say=lambda _l: None)
+    assert exc.value.key == "(syntax)"
+
+
+def test_relative_files_of_a_url_config_are_under_the_given_base(server: Server,
+                                                                 tmp_path: Path) -> None:
+    (tmp_path / "store.ini").write_text("[default]\naws_access_key_id = k\n"
+                                        "aws_secret_access_key = s3cr3t\n")
+    server.files["/s.toml"] = (200, b'plan = "diagnose"\n[store]\nkind = "s3"\n'
+                               b'endpoint = "http://127.0.0.1:9"\nbucket = "lab"\n'
+                               b'credentials_file = "store.ini"\n')
+    config = load_config(server.url("/s.toml"), say=lambda _l: None, base=tmp_path)
+    assert config.store is not None and config.store.access_key is not None
+    assert config.store.access_key.reveal() == "k"
