@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
 .PHONY: all deps venv lint test test-unit test-ui test-integration test-e2e test-image-python demo bench \
-        dev-image image qemu buildroot-% clean
+        dev-image image qemu netboot buildroot-% clean
 
 all: test
 
@@ -60,6 +60,10 @@ dev-image: deps venv
 
 qemu: dev-image
 	scripts/run-qemu.sh
+
+# What a lab's boot server hands out (docs/lab.md "Network boot"): build/netboot/.
+netboot: dev-image
+	scripts/netboot.sh
 
 # The release image (Buildroot; downloads its sources).
 image:
