@@ -74,6 +74,8 @@ def test_native_max_restored_before_the_erase_and_recorded(tmp_path: Path) -> No
     assert (restore["result"], restore["before_sectors"], restore["after_sectors"]) == (
         "done", 586070255, 586072368)
     assert not any("HPA" in w for w in rec["warnings"]) and rec["result"]["status"] == "PASS"
+    html = (run_dir / "erase-certificate.html").read_text()
+    assert "Native max restored first" in html and "586070255 → 586072368 sectors" in html
 
 
 def test_restore_is_off_unless_asked_for() -> None:
@@ -139,6 +141,8 @@ def test_psid_revert_then_erase(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     rec = json.loads((run_dir / "erase-record.json").read_text())
     assert rec["tcg_revert"]["result"] == "done" and rec["result"]["status"] == "PASS"
     assert rec["tcg_revert"]["method"] == "tcg-psid-revert"
+    assert "TCG PSID revert first</td><td>done: PSID revert done" in (
+        run_dir / "erase-certificate.html").read_text()
     run = json.loads((run_dir / "run.json").read_text())
     assert PSID not in json.dumps(run)
 

@@ -108,6 +108,22 @@ def _health_table(health: Mapping[str, Any]) -> str:
             '<th>after the erase</th></tr>' + "".join(rows) + "</table>")
 
 
+def _before_erase(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """What was done before the erase, when anything was: the native max restore and the
+    TCG PSID revert (rows of the Sanitization table)."""
+    rows: list[tuple[str, Any]] = []
+    restore = ((record.get("hidden_areas") or {}).get("ata") or {}).get("native_max_restore")
+    if restore:
+        what = (f"{restore.get('before_sectors')} → {restore.get('after_sectors')} sectors"
+                if restore.get("result") != "failed" else restore.get("reason"))
+        rows.append(("Native max restored first", f"{restore['result']}: {what}"))
+    revert = record.get("tcg_revert")
+    if revert:
+        rows.append(("TCG PSID revert first", f"{revert['result']}: {revert.get('detail')}"
+                     + (f" ({revert['started']})" if revert.get("started") else "")))
+    return rows
+
+
 def certificate_html(record: Mapping[str, Any]) -> str:
     drive = record["drive"]
     san = record["sanitization"]
@@ -156,6 +172,9 @@ def certificate_html(record: Mapping[str, Any]) -> str:
     ]
     if notes:
         parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
+    before = _before_erase(record)
+    if before:
+        parts.append(_rows(before))
     where = ver.get("where") or ver.get("reason") or ""
     parts += [
         "<h2>Verification</h2>",
