@@ -152,3 +152,13 @@ def test_psid_param_is_checked_and_not_written_to_run_json() -> None:
     assert params.psid == PSID and params.as_record()["psid"] == "(given)"
     with pytest.raises(ValueError, match="32 characters"):
         RunParams().with_values({"psid": "ABC"})
+
+
+def test_a_journaled_plan_with_a_psid_resumes_without_it() -> None:
+    from ssdbench.plan.plans import plan_from_json, preset
+
+    plan = preset("erase").with_params({"psid": PSID, "operator": "A. Tester"}, source="t")
+    data = plan.to_json()
+    assert PSID not in str(data)
+    again = plan_from_json(data)  # what a resume reads back from the journal
+    assert again.params.psid == "" and again.params.operator == "A. Tester"

@@ -17,6 +17,7 @@ from typing import Any
 from ssdbench.fio.jobs import IOENGINES, parse_block_size
 
 PROBE_PRESETS = ("as-ssd", "fill")
+PSID_GIVEN = "(given)"  # what as_record() writes for a PSID (run.json, the journal)
 
 
 class ParamError(ValueError):
@@ -92,7 +93,7 @@ class RunParams:
         """Every effective value, for run.json."""
         record = dataclasses.asdict(self)
         record["steady_start_s"] = self.effective_steady_start_s
-        record["psid"] = "(given)" if self.psid else ""  # the PSID is a credential: not kept
+        record["psid"] = PSID_GIVEN if self.psid else ""  # the PSID is a credential: not kept
         return record
 
     def with_values(self, values: Mapping[str, object], source: str = "--set") -> RunParams:
@@ -171,6 +172,8 @@ def _convert(key: str, value: object, source: str) -> object:
         raise bad(" or ".join(PROBE_PRESETS))
     if key == "erase_fallback" and value not in ("fail", "discard"):
         raise bad("fail or discard")
+    if key == "psid" and value == PSID_GIVEN:
+        return ""  # a plan read back from run.json / the journal: the PSID was not kept
     if key == "psid" and value:
         from ssdbench.erase.psid import normalize_psid
 
