@@ -40,6 +40,8 @@ def human_size(n: int) -> str:
 
 
 def security_state(d: Drive) -> str:
+    if d.sed is not None and d.sed.blocks_erase:  # before ATA: a locked SED erases nothing
+        return f"{'/'.join(d.sed.ssc) or 'TCG'} LOCKED"
     s = d.ata_security
     if s is not None:
         if not s.supported:
