@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ssdbench.devices import block_devices_signature
 from ssdbench.system import Host, HostFS
-from ssdbench.ui.app import block_devices_signature, build_app
+from ssdbench.ui.app import build_app
 from tests.ui.conftest import ram_destination, replay_host, wait_for
 
 

@@ -24,8 +24,10 @@ def test_every_key_the_validator_accepts_is_in_the_table() -> None:
 def test_each_documented_key_is_accepted(key: str) -> None:
     values = {"plan": "diagnose", "select": "all-eligible", "destroy": "all-eligible",
               "on_finish": "stay", "svg": False, "params": {},
-              "store": {"kind": "http", "endpoint": "https://dav.lab.example"}}
-    parse_config({key: values[key], "destroy": "all-eligible"})
+              "store": {"kind": "http", "endpoint": "https://dav.lab.example"},
+              "station": {"idle_minutes": 5}}
+    needs = {"plan": "erase"} if key == "station" else {}  # station mode runs the erase plan
+    parse_config({**needs, key: values[key], "destroy": "all-eligible"})
 
 
 def test_a_key_outside_the_table_is_refused() -> None:

@@ -7,6 +7,7 @@ Public entry points: :func:`discover` (host → drives), :func:`find_drive` (spe
 from __future__ import annotations
 
 from ssdbench.devices.discover import DriveNotFound, discover, find_drive
+from ssdbench.devices.hotplug import block_devices_signature
 from ssdbench.devices.model import (
     ERASE_METHODS,
     AtaIdentify,
@@ -34,6 +35,7 @@ __all__ = [
     "ParseError",
     "SmartSnapshot",
     "ToolProblem",
+    "block_devices_signature",
     "discover",
     "find_drive",
 ]

@@ -21,6 +21,10 @@ form; nothing destructive runs then.  Example (shipped as ``ssdbench.toml.exampl
     [params]                       # plan parameters (docs/results-format.md)
     torture_seconds = 600
 
+    [station]                      # erase plan: keep running, erase drives plugged in later
+    idle_minutes = 10              # end after this long with nothing running or plugged in
+    drives = 20                    # (optional) end after this many drives were finished
+
     [store]                        # results also to a lab's store (docs/lab.md)
     kind = "s3"
     endpoint = "https://s3.lab.example"
@@ -79,6 +83,15 @@ class Selector:
 
 
 @dataclass(frozen=True)
+class StationConfig:
+    """`[station]`: the session stays up after the drives present at boot are done, and
+    erases drives plugged in later (docs/kiosk.md "Station mode")."""
+
+    idle_minutes: float = 10.0  # ends after this long with no drive running or arriving
+    drives: int | None = None  # ends once this many drives were finished (PASS or FAIL)
+
+
+@dataclass(frozen=True)
 class KioskConfig:
     source: str
     plan: str = "quick"
@@ -90,6 +103,7 @@ class KioskConfig:
     params: Mapping[str, Scalar] = field(default_factory=dict)
     svg: bool = True
     store: StoreConfig | None = None  # [store]: results also to a lab's store (docs/lab.md)
+    station: StationConfig | None = None  # [station]: erase drives plugged in later
 
     @property
     def destructive(self) -> bool:
@@ -111,7 +125,8 @@ class KioskConfig:
 
 
 # every top-level key the validator accepts (docs/kiosk.md "Config keys" lists each)
-KEYS = ("plan", "select", "destroy", "on_finish", "svg", "params", "store")
+KEYS = ("plan", "select", "destroy", "on_finish", "svg", "params", "store", "station")
+STATION_KEYS = ("idle_minutes", "drives")
 
 
 def _string_list(source: str, key: str, value: object, form: str) -> list[str]:
@@ -196,6 +211,8 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml",
         except StoreConfigError as exc:
             raise ConfigError(source, exc.key, exc.problem) from None
 
+    station = _station(source, data["station"], plan) if "station" in data else None
+
     return KioskConfig(
         source=source,
         plan=plan,
@@ -207,7 +224,31 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml",
         params=dict(params),
         svg=svg,
         store=store,
+        station=station,
     )
+
+
+def _station(source: str, table: object, plan: str) -> StationConfig:
+    if not isinstance(table, dict):
+        raise ConfigError(source, "station", "expected a table: [station] with idle_minutes = N")
+    unknown = sorted(set(table) - set(STATION_KEYS))
+    if unknown:
+        raise ConfigError(source, f"station.{unknown[0]}",
+                          f"unknown key; the keys are {', '.join(STATION_KEYS)}")
+    if plan != "erase":
+        raise ConfigError(source, "station",
+                          f'station mode erases drive after drive: it needs plan = "erase", '
+                          f"got {plan!r}")
+    idle = table.get("idle_minutes", StationConfig.idle_minutes)
+    if isinstance(idle, bool) or not isinstance(idle, int | float) or not idle > 0:
+        raise ConfigError(source, "station.idle_minutes",
+                          f"expected a number of minutes above 0 (e.g. 10 or 0.5), got {idle!r}")
+    drives = table.get("drives")
+    if drives is not None and (isinstance(drives, bool) or not isinstance(drives, int)
+                               or drives < 1):
+        raise ConfigError(source, "station.drives",
+                          f"expected a whole number of drives, 1 or more, got {drives!r}")
+    return StationConfig(idle_minutes=float(idle), drives=drives)
 
 
 def is_url(text: str) -> bool:

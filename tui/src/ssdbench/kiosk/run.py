@@ -33,6 +33,7 @@ from ssdbench.kiosk.config import (
     unmatched_selectors,
 )
 from ssdbench.kiosk.mirror import StickMirror
+from ssdbench.kiosk.station import Station, StationBoard, station_lines
 from ssdbench.lab.live import LiveStatus, start_store
 from ssdbench.lab.uploader import StoreUploader
 from ssdbench.plan import engine
@@ -109,6 +110,7 @@ class Screen:
 
     out: TextIO
     lines: EventLines | None = None
+    board: StationBoard | None = None  # station mode: each drive's state under the table
     _live: Any = None
     rows: dict[str, str] = field(default_factory=dict)
 
@@ -131,6 +133,7 @@ class Screen:
             self._live.console.print(line, markup=False, highlight=False)
 
     def _table(self) -> Any:
+        from rich.console import Group
         from rich.table import Table
 
         table = Table(title="ssdbench kiosk", expand=True)
@@ -143,7 +146,17 @@ class Screen:
                           "" if ev.fraction is None else f"{ev.fraction * 100:.1f}%",
                           "" if ev.iops is None else f"{ev.iops:,.0f}",
                           "" if ev.mib_s is None else f"{ev.mib_s:,.1f}", eta)
-        return table
+        if self.board is None:
+            return table
+        station = Table(title="station: plug drives in; each is erased, verified, recorded",
+                        expand=True)
+        for col in ("drive", "serial", "model", "state", "record / reason"):
+            station.add_column(col)
+        styles = {"PASS": "bold green", "FAIL": "bold red"}
+        for row in self.board.rows():
+            station.add_row(row.name, row.consent_id, row.model or "?", row.label, row.detail,
+                            style=styles.get(row.state, ""))
+        return Group(table, station)
 
 
 def _bad_config(message: str, out: TextIO, err: TextIO) -> int:
@@ -221,7 +234,8 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     for i, why in skipped:
         print(f"ssdbench: {drives[i].name} ({drives[i].model or '?'} "
               f"{drives[i].consent_id}) skipped: {why}", file=out, flush=True)
-    selection = _selection_problems(config, drives, chosen)
+    # station mode: the drives named in `select` may be plugged in later (checked at the end)
+    selection = [] if config.station else _selection_problems(config, drives, chosen)
     for line in selection:
         print(f"ssdbench: {line}", file=out, flush=True)
         print(f"ssdbench kiosk: {line}", file=err, flush=True)
@@ -267,9 +281,26 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
         problem = engine.render_drive_report(drive_dir, svg=config.svg)
         if problem:
             print(f"ssdbench: {drive_dir.name}: {problem}", file=out, flush=True)
-    if not jobs:
+    station = None
+    outcomes: list[DriveOutcome]
+    if config.station is not None:
+        station = Station(host, config, config.station,
+                          discover=lambda h: discover(h, include_all=opts.include_all),
+                          job_for=lambda d: _station_job(config, plan, journal, d, out),
+                          cancel=cancel)
+        station.known.extend(drives)
+        station.seen.update(d.consent_id for d in drives)
+        outcomes = _run(jobs, root, journal, out, cancel, mirror=mirror, svg=config.svg,
+                        store=store, station=station)
+        selection = _selection_problems(config, station.known,
+                                        [0] if station.outcomes else [])
+        for line in selection:
+            print(f"ssdbench: {line}", file=out, flush=True)
+        atomic.write_text(root / "kiosk.txt", "".join(
+            f"{line}\n" for line in [*selection, *station_lines(station.board.rows())]))
+    elif not jobs:
         print("ssdbench: no drive to test", file=out, flush=True)
-        outcomes: list[DriveOutcome] = []
+        outcomes = []
     else:
         outcomes = _run(jobs, root, journal, out, cancel, mirror=mirror, svg=config.svg,
                         store=store)
@@ -340,6 +371,13 @@ def _send(store: tuple[StoreUploader, LiveStatus], outcomes: list[DriveOutcome],
         print(f"ssdbench: all results sent to {uploader.cfg.describe()}", file=out, flush=True)
 
 
+def _station_job(config: KioskConfig, plan: Plan, journal: Journal, drive: Drive,
+                 out: TextIO) -> DriveJob | str:
+    """A drive plugged in while the station runs: its job as at boot, or why not."""
+    jobs = _jobs(config, plan, [drive], journal, out, reports=[])
+    return jobs[0] if jobs else "the journal says it was erased already (PASS)"
+
+
 def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal,
           out: TextIO, *, reports: list[Path]) -> list[DriveJob]:
     """The drives to run or resume; finished drives whose report is missing go to
@@ -347,6 +385,8 @@ def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal
     jobs = []
     for drive in drives:
         entry = journal.entry(drive.consent_id)
+        if config.station is not None and entry is not None and entry.get("state") == "failed":
+            entry = None  # station mode: a drive that failed (pulled, ...) is erased afresh
         if entry is not None and entry.get("state") in ("done", "failed"):
             drive_dir = journal.path.parent / str(entry.get("drive_dir"))
             if drive_dir.is_dir() and not (drive_dir / "report.html").exists():
@@ -368,8 +408,8 @@ def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal
 
 def _run(jobs: list[DriveJob], root: Path, journal: Journal, out: TextIO,
          cancel: threading.Event, *, mirror: StickMirror | None = None,
-         svg: bool = True, store: tuple[StoreUploader, LiveStatus] | None = None
-         ) -> list[DriveOutcome]:
+         svg: bool = True, store: tuple[StoreUploader, LiveStatus] | None = None,
+         station: Station | None = None) -> list[DriveOutcome]:
     def factory() -> Host:
         from ssdbench.system import live_host
 
@@ -387,17 +427,49 @@ def _run(jobs: list[DriveJob], root: Path, journal: Journal, out: TextIO,
                 if store is not None:
                     store[0].request()
 
-        return engine.run_plans(factory, jobs, results_root=root, progress=progress,
-                                cancel=cancel, journal=journal, report_progress=True,
-                                svg=svg)
+        if station is None:
+            return engine.run_plans(factory, jobs, results_root=root, progress=progress,
+                                    cancel=cancel, journal=journal, report_progress=True,
+                                    svg=svg)
+        return _station_run(station, jobs, root, lines, progress, factory=factory,
+                            mirror=mirror, journal=journal, svg=svg)
 
     if out.isatty():
-        screen = Screen(out)
+        screen = Screen(out, board=None if station is None else station.board)
         lines = EventLines(out, echo=screen.echo)
         screen.lines = lines
         with screen:
             return go(lines)
     return go(EventLines(out))
+
+
+def _station_run(station: Station, jobs: list[DriveJob], root: Path, lines: EventLines,
+                 progress: Callable[[Progress], None], *, factory: Callable[[], Host],
+                 mirror: StickMirror | None, journal: Journal, svg: bool
+                 ) -> list[DriveOutcome]:
+    """The station's loop with the kiosk's plumbing: every event also to the board, every
+    announcement a console line and kiosk.txt (mirrored to the stick)."""
+    board = station.board
+
+    def both(ev: Progress) -> None:
+        board(ev)
+        progress(ev)
+
+    def say(line: str) -> None:
+        lines.say(f"ssdbench: {line}")
+        root.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(root / "kiosk.txt",
+                          "".join(f"{ln}\n" for ln in station_lines(board.rows())))
+        if mirror is not None:
+            mirror.request()
+
+    station.say = say
+    station.start = lambda job: engine.run_job(
+        factory(), job, results_root=root, progress=both, cancel=station.cancel,
+        journal=journal, report_progress=True, svg=svg)
+    for job in jobs:
+        station.add(job)
+    return station.run()
 
 
 def _summary(outcomes: list[DriveOutcome], out: TextIO) -> None:

@@ -514,6 +514,25 @@ class DriveJob:
     resume: bool = False
 
 
+def run_job(host: Host, job: DriveJob, *, results_root: Path,
+            progress: ProgressCallback = ignore_progress, cancel: threading.Event,
+            journal: Journal | None = None, cpu: int | None = None,
+            report_progress: bool = False, svg: bool = True) -> DriveOutcome:
+    """``run_plan`` of one job that never raises: a refusal, a bug or a drive that
+    disappeared is a failed outcome with the reason (the other drives go on)."""
+    try:
+        return run_plan(
+            host, job.drive, job.plan, results_root=results_root, consent=job.consent,
+            progress=progress, cancel=cancel, journal=journal, resume=job.resume, cpu=cpu,
+            report_progress=report_progress, svg=svg)
+    except Refused as exc:
+        return DriveOutcome(job.drive.name, job.drive.consent_id, None,
+                            (RunOutcome("-", "failed", str(exc), None),))
+    except Exception as exc:  # a bug on one drive must not stop the others
+        return DriveOutcome(job.drive.name, job.drive.consent_id, None,
+                            (RunOutcome("-", "failed", f"{type(exc).__name__}: {exc}", None),))
+
+
 def run_plans(
     host_factory: Callable[[], Host],
     jobs: Sequence[DriveJob],
@@ -535,18 +554,9 @@ def run_plans(
 
     def work(i: int, job: DriveJob) -> None:
         cpu = cpus[i % len(cpus)] if pin and len(jobs) > 1 else None
-        try:
-            outcomes[i] = run_plan(
-                host_factory(), job.drive, job.plan, results_root=results_root,
-                consent=job.consent, progress=progress, cancel=cancel, journal=journal,
-                resume=job.resume, cpu=cpu, report_progress=report_progress, svg=svg)
-        except Refused as exc:
-            outcomes[i] = DriveOutcome(job.drive.name, job.drive.consent_id, None,
-                                       (RunOutcome("-", "failed", str(exc), None),))
-        except Exception as exc:  # a bug on one drive must not stop the others
-            outcomes[i] = DriveOutcome(
-                job.drive.name, job.drive.consent_id, None,
-                (RunOutcome("-", "failed", f"{type(exc).__name__}: {exc}", None),))
+        outcomes[i] = run_job(host_factory(), job, results_root=results_root,
+                              progress=progress, cancel=cancel, journal=journal, cpu=cpu,
+                              report_progress=report_progress, svg=svg)
 
     threads = [threading.Thread(target=work, args=(i, job), name=f"drive-{job.drive.name}",
                                 daemon=True) for i, job in enumerate(jobs)]

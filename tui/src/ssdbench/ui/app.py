@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.scrollbar import ScrollBarRender
 from textual.worker import get_current_worker
 
-from ssdbench.devices import Drive, discover
+from ssdbench.devices import Drive, block_devices_signature, discover
 from ssdbench.exitcodes import ExitCode
 from ssdbench.progress import Progress
 from ssdbench.system import Host, live_host
@@ -69,14 +69,6 @@ def copy_from_ram(old: DestinationView, new: DestinationView) -> int:
     from ssdbench.results.destination import copy_pending
 
     return copy_pending(old.root, new.root)
-
-
-def block_devices_signature(host: Host) -> tuple[str, ...]:
-    """What changes when a drive comes or goes: /sys/block names and sizes (a loop device
-    being attached changes only its size; its name exists already)."""
-    names = sorted(host.fs.listdir("/sys/block"))
-    return tuple(f"{n}:{(host.fs.read_text(f'/sys/block/{n}/size') or '').strip()}"
-                 for n in names)
 
 
 class SsdbenchApp(App[int]):

@@ -1,0 +1,261 @@
+"""Station mode's loop (kiosk/station.py) over a scripted world: drives plugged in and
+pulled at set moments of a fake clock, discovery and the plan's run replaced by fakes at the
+station's own seams (no sleeps: the station's poll interval is 0 and its clock is the
+world's)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ssdbench.devices import Drive
+from ssdbench.devices.bundle import ReplayRunner
+from ssdbench.kiosk.config import KioskConfig, StationConfig, parse_config
+from ssdbench.kiosk.station import Station, StationBoard, station_lines
+from ssdbench.plan.engine import DriveJob, DriveOutcome, RunOutcome
+from ssdbench.plan.plans import build_plan
+from ssdbench.progress import Progress
+from ssdbench.system import Host
+
+
+def drive(name: str, serial: str, *, protected: bool = False) -> Drive:
+    return Drive(path=f"/dev/{name}", name=name, transport="nvme", model="QEMU NVMe Ctrl",
+                 serial=serial, firmware="7.2", size_bytes=64 << 20, logical_block_size=512,
+                 physical_block_size=512, rotational=False, trim_supported=True,
+                 protected=protected, protect_reasons=("boot",) if protected else (),
+                 erase_methods=("nvme-format-user-data",), ata_security=None, nvme=None)
+
+
+@dataclass
+class World:
+    """/sys/block over time: ``plug[t]`` and ``pull[t]`` apply when the clock reaches t."""
+
+    present: dict[str, Drive] = field(default_factory=dict)
+    plug: dict[int, Drive] = field(default_factory=dict)
+    pull: dict[int, str] = field(default_factory=dict)
+    pulled: dict[str, threading.Event] = field(default_factory=dict)
+    t: int = 0
+    discovered: list[list[str]] = field(default_factory=list)
+
+    def clock(self) -> float:
+        """The station reads it once per poll: a second passes."""
+        self.t += 1
+        if self.t in self.plug:
+            d = self.plug[self.t]
+            self.present[d.name] = d
+        if self.t in self.pull:
+            name = self.pull[self.t]
+            self.present.pop(name, None)
+            self.pulled.setdefault(name, threading.Event()).set()
+        return float(self.t)
+
+    # HostFS
+    def listdir(self, path: str) -> list[str]:
+        assert path == "/sys/block", path
+        return sorted(self.present)
+
+
+    def read_text(self, path: str) -> str | None:
+        return "131072\n"
+
+    def readlink(self, path: str) -> str | None:
+        return None
+
+    def exists(self, path: str) -> bool:
+        return True
+
+    def discover(self, host: Host) -> list[Drive]:
+        names = host.fs.listdir("/sys/block")
+        self.discovered.append(names)
+        return [self.present[n] for n in names if n in self.present]
+
+
+def config(destroy: object, station: dict[str, object] | None = None) -> KioskConfig:
+    return parse_config({"plan": "erase", "destroy": destroy,
+                         "station": station or {"idle_minutes": 1}})
+
+
+def finished(tmp: Path, d: Drive, error: str | None) -> DriveOutcome:
+    """What the engine returns for a drive: its run.json with the record's summary."""
+    run_dir = tmp / f"{d.serial}" / "erase"
+    run_dir.mkdir(parents=True)
+    run_dir.joinpath("run.json").write_text(json.dumps({
+        "erase": {"method": "nvme-format-user-data"},
+        "erase_record": {"result": {"status": "FAIL" if error else "PASS"},
+                         "category": "Purge", "signed": True}}))
+    state = "failed" if error else "done"
+    return DriveOutcome(d.name, d.consent_id, run_dir.parent,
+                        (RunOutcome("erase", state, error, run_dir),))
+
+
+def station(world: World, cfg: KioskConfig, tmp: Path, lines: list[str],
+            journal_done: set[str] = frozenset()) -> Station:  # type: ignore[assignment]
+    plan = build_plan("erase")
+
+    def job_for(d: Drive) -> DriveJob | str:
+        if d.consent_id in journal_done:
+            return "already erased (PASS)"
+        return DriveJob(d, d.consent_id, plan)
+
+    def start(job: DriveJob) -> DriveOutcome:
+        d = job.drive
+        st.board(Progress(d.name, "erase", "erase", "running", message="started"))
+        if d.name in world.pull.values():  # this one is pulled mid-erase: wait until it is gone
+            world.pulled.setdefault(d.name, threading.Event()).wait(30)
+            return finished(tmp, d, f"stage erase: the drive disappeared ({d.path})")
+        st.board(Progress(d.name, "erase", "erase", "running",
+                          message="checking the verification markers"))
+        return finished(tmp, d, None)
+
+    st = Station(Host(ReplayRunner(), world), cfg, cfg.station or StationConfig(),
+                 discover=world.discover, job_for=job_for, start=start, say=lines.append,
+                 clock=world.clock, poll_s=0.0)
+    return st
+
+
+def test_plugged_drives_are_erased_a_pulled_one_fails_and_it_ends_when_idle(
+        tmp_path: Path) -> None:
+    a, b, boot = drive("nvme0n1", "A1"), drive("nvme1n1", "B1"), drive("sda", "BOOT",
+                                                                         protected=True)
+    world = World(present={"sda": boot}, plug={3: a, 5: b}, pull={9: "nvme1n1"})
+    lines: list[str] = []
+    st = station(world, config("all-eligible"), tmp_path, lines)
+    st.seen.add(boot.consent_id)  # found at boot, skipped there
+    outcomes = st.run()
+
+    assert {o.consent_id: o.state for o in outcomes} == {"A1": "done", "B1": "failed"}
+    rows = {r.consent_id: r for r in st.board.rows()}
+    assert rows["A1"].label == "PASS" and "Purge, nvme-format-user-data, signed" in \
+        rows["A1"].detail
+    assert rows["B1"].label == "FAIL, removed", (lines, world.discovered)
+    assert "the drive disappeared (/dev/nvme1n1)" in rows["B1"].detail
+    assert "BOOT" not in rows  # protected: never on the board, never erased
+    text = "\n".join(lines)
+    assert "station: nvme0n1 (QEMU NVMe Ctrl A1) found: erasing" in text
+    assert "station: nvme0n1 (A1) PASS: Purge" in text
+    assert "station: nvme1n1 (B1) FAIL: stage erase: the drive disappeared" in text
+    assert "station: nvme1n1 (B1) removed (FAIL)" in text
+    assert lines[-1] == "station: idle for 1 min: the session ends"
+    # the ending waited the full idle time after the last change (the pull at t=9)
+    assert world.t >= 9 + 60
+    # discovery found nvme1n1 once: afterwards it was hidden while it was being erased
+    assert sum("nvme1n1" in names for names in world.discovered) == 1, world.discovered
+
+
+def test_the_selection_and_consent_hold_for_drives_plugged_in_later(tmp_path: Path) -> None:
+    a, other, boot = (drive("nvme0n1", "A1"), drive("nvme1n1", "OTHER"),
+                      drive("sdb", "STICK", protected=True))
+    world = World(plug={2: a, 3: other, 4: boot})
+    lines: list[str] = []
+    st = station(world, config(["A1"]), tmp_path, lines)
+    outcomes = st.run()
+    assert [o.consent_id for o in outcomes] == ["A1"]
+    text = "\n".join(lines)
+    assert ("station: nvme1n1 (QEMU NVMe Ctrl OTHER) plugged in, not erased: not named in "
+            "`destroy` (no consent to erase it)") in text
+    assert "station: sdb (QEMU NVMe Ctrl STICK) plugged in, not erased: protected" in text
+
+
+def test_a_drive_the_journal_passed_is_not_erased_again(tmp_path: Path) -> None:
+    world = World(plug={2: drive("nvme0n1", "A1")})
+    lines: list[str] = []
+    st = station(world, config("all-eligible"), tmp_path, lines, journal_done={"A1"})
+    assert st.run() == []
+    assert "station: nvme0n1 (A1) not erased: already erased (PASS)" in lines
+
+
+def test_it_ends_after_the_drive_count(tmp_path: Path) -> None:
+    world = World(plug={2: drive("nvme0n1", "A1"), 3: drive("nvme1n1", "B1")})
+    lines: list[str] = []
+    st = station(world, config("all-eligible", {"idle_minutes": 60, "drives": 2}),
+                 tmp_path, lines)
+    assert len(st.run()) == 2
+    assert lines[-1] == "station: 2 drives finished: the session ends"
+
+
+def test_cancel_ends_it_and_waits_for_the_running_drive(tmp_path: Path) -> None:
+    world = World(plug={2: drive("nvme0n1", "A1")})
+    lines: list[str] = []
+    st = station(world, config("all-eligible", {"idle_minutes": 600}), tmp_path, lines)
+    original = st.start
+
+    def start_then_cancel(job: DriveJob) -> DriveOutcome:
+        st.cancel.set()
+        return original(job)
+
+    st.start = start_then_cancel
+    assert [o.state for o in st.run()] == ["done"]
+
+
+def test_board_states_follow_the_erase_events() -> None:
+    board = StationBoard()
+    d = drive("nvme0n1", "A1")
+    board.found(d)
+    assert board.rows()[0].state == "waiting"
+    board(Progress("nvme0n1", "erase", "erase", "running", message="erasing with x"))
+    assert board.rows()[0].state == "erasing"
+    board(Progress("nvme0n1", "erase", "erase", "running",
+                   message="checking the verification markers"))
+    board(Progress("nvme0n1", "erase", "erase", "running", message="health after"))
+    assert board.rows()[0].state == "verifying"
+    board.finished("A1", False, "erase record FAIL: 1 marker survived")
+    board(Progress("nvme0n1", "report", "report", "done"))
+    assert board.present(set())[0].label == "FAIL, removed"
+    assert station_lines(board.rows()) == [
+        "station: nvme0n1 (QEMU NVMe Ctrl A1) FAIL, removed: erase record FAIL: 1 marker "
+        "survived"]
+
+
+@pytest.mark.parametrize(("table", "key", "needle"), [
+    ({"idle_minutes": 0}, "station.idle_minutes", "above 0"),
+    ({"idle_minutes": True}, "station.idle_minutes", "minutes"),
+    ({"drives": 0}, "station.drives", "1 or more"),
+    ({"drives": 1.5}, "station.drives", "whole number"),
+    ({"idle": 5}, "station.idle", "unknown key; the keys are idle_minutes, drives"),
+    (5, "station", "a table"),
+])
+def test_bad_station_settings_are_named(table: object, key: str, needle: str) -> None:
+    from ssdbench.kiosk.config import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        parse_config({"plan": "erase", "destroy": "all-eligible", "station": table})
+    assert info.value.key == key and needle in info.value.problem
+
+
+def test_station_needs_the_erase_plan() -> None:
+    from ssdbench.kiosk.config import ConfigError
+
+    with pytest.raises(ConfigError, match='needs plan = "erase"'):
+        parse_config({"plan": "quick", "destroy": "all-eligible", "station": {}})
+    cfg = parse_config({"plan": "erase", "destroy": "all-eligible",
+                        "station": {"idle_minutes": 0.5, "drives": 3}})
+    assert cfg.station == StationConfig(idle_minutes=0.5, drives=3)
+    assert parse_config({"plan": "erase", "destroy": "all-eligible"}).station is None
+
+
+def test_the_kiosk_screen_shows_each_drive_state() -> None:
+    import io
+
+    from rich.console import Console
+
+    from ssdbench.kiosk.run import EventLines, Screen
+
+    board = StationBoard()
+    for name, serial in (("nvme0n1", "A1"), ("nvme1n1", "B1"), ("sdc", "C1")):
+        board.found(drive(name, serial))
+    board(Progress("nvme0n1", "erase", "erase", "running",
+                   message="checking the verification markers"))
+    board(Progress("nvme1n1", "erase", "erase", "running", message="erasing with x"))
+    board.finished("C1", False, "stage erase: the drive disappeared (/dev/sdc)")
+    board.present({"A1", "B1"})
+    out = io.StringIO()
+    screen = Screen(out, lines=EventLines(out), board=board)
+    Console(file=out, width=160).print(screen._table())
+    text = out.getvalue()
+    for needle in ("verifying", "erasing", "FAIL, removed", "the drive disappeared", "B1"):
+        assert needle in text, text
+    assert "waiting" not in text  # every drive had moved on

@@ -1,0 +1,296 @@
+"""Station mode (`[station]` in the kiosk config): the session stays up after the drives
+present at boot are done, and erases drive after drive as they are plugged in.
+
+Every ``poll_s`` the station reads /sys/block (names and sizes, no tool run); when that
+changed it runs discovery on the drives that are not being erased (no command reaches a
+drive in the middle of its erase) and treats each drive it has not seen yet like one found
+at boot: protected never, `select`, `destroy` (consent; ``destroy = "all-eligible"`` is the
+opt-in to erase any unprotected drive), the journal (a drive whose plan already finished is
+not erased again). A chosen drive starts at once in its own thread (``engine.run_job``);
+the others go on. A drive pulled mid-erase fails in the engine with its reason (its record
+says FAIL); the station notes it as removed.
+
+It ends when nothing is running and nothing came or went for ``idle_minutes``, or once
+``drives`` drives were finished, or on cancel. The state of each drive (waiting, erasing,
+verifying, PASS, FAIL, and removed when it left) is kept in a :class:`StationBoard` that the
+kiosk's screen shows; every result is announced (console line, kiosk.txt). Textual is never
+imported here.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ssdbench.devices import Drive, block_devices_signature
+from ssdbench.kiosk.config import KioskConfig, StationConfig, choose_drives
+from ssdbench.plan.engine import DriveJob, DriveOutcome
+from ssdbench.progress import Progress
+from ssdbench.system import Host, HostFS
+
+WAITING = "waiting"
+ERASING = "erasing"
+VERIFYING = "verifying"
+PASS = "PASS"
+FAIL = "FAIL"
+POLL_S = 2.0
+# the erase room's message once the erase command returned (erase/core.py)
+VERIFY_MESSAGE = "checking the verification markers"
+
+
+@dataclass(frozen=True)
+class StationRow:
+    """One drive on the station's screen."""
+
+    name: str  # kernel name when it was found
+    consent_id: str
+    model: str
+    state: str  # waiting | erasing | verifying | PASS | FAIL
+    detail: str = ""  # the FAIL reason, or the record's category and method
+    present: bool = True  # False once the drive left (pulled)
+
+    @property
+    def label(self) -> str:
+        return self.state if self.present else f"{self.state}, removed"
+
+
+class StationBoard:
+    """Each drive's state, fed by the engine's Progress events and by the station
+    (thread-safe; the kiosk's screen reads :meth:`rows`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: dict[str, StationRow] = {}  # by consent id
+        self._by_name: dict[str, str] = {}  # kernel name -> consent id of the drive there
+
+    def found(self, drive: Drive) -> None:
+        with self._lock:
+            self._rows[drive.consent_id] = StationRow(drive.name, drive.consent_id,
+                                                      drive.model, WAITING)
+            self._by_name[drive.name] = drive.consent_id
+
+    def __call__(self, ev: Progress) -> None:
+        with self._lock:
+            key = self._by_name.get(ev.drive)
+            row = self._rows.get(key) if key is not None else None
+            if row is None or row.state in (PASS, FAIL) or ev.stage != "erase":
+                return
+            state = row.state
+            if ev.state == "running":
+                state = VERIFYING if (state == VERIFYING or ev.message == VERIFY_MESSAGE) \
+                    else ERASING
+            self._rows[row.consent_id] = replace(row, state=state)
+
+    def finished(self, consent_id: str, passed: bool, detail: str) -> None:
+        with self._lock:
+            row = self._rows.get(consent_id)
+            if row is not None:
+                self._rows[consent_id] = replace(row, state=PASS if passed else FAIL,
+                                                 detail=detail)
+
+    def present(self, consent_ids: set[str]) -> list[StationRow]:
+        """Mark the drives not in ``consent_ids`` removed; return the ones that just left."""
+        gone = []
+        with self._lock:
+            for key, row in self._rows.items():
+                if row.present and key not in consent_ids:
+                    self._rows[key] = replace(row, present=False)
+                    gone.append(self._rows[key])
+        return gone
+
+    def rows(self) -> list[StationRow]:
+        with self._lock:
+            return list(self._rows.values())
+
+
+def record_summary(outcome: DriveOutcome) -> tuple[bool, str]:
+    """PASS or FAIL of a finished drive and what to say: the record's category, method and
+    file (or the reason it failed), from the erase run's run.json."""
+    run = outcome.runs[-1] if outcome.runs else None
+    passed = outcome.state == "done"
+    reason = "" if run is None or run.error is None else str(run.error)
+    if run is None or run.run_dir is None:
+        return passed, reason or "no record written"
+    try:
+        data: Any = json.loads((run.run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    rec = data.get("erase_record") if isinstance(data, dict) else None
+    where = run.run_dir / "erase-record.json"
+    if not isinstance(rec, dict):
+        return passed, f"{reason or 'no record written'}"
+    signed = "signed" if rec.get("signed") else "UNSIGNED"
+    method = (data.get("erase") or {}).get("method") if isinstance(data, dict) else None
+    what = f"{rec.get('category') or 'no category'}, {method or 'no method'}, {signed}"
+    if passed:
+        return True, f"{what}; record {where}"
+    return False, f"{reason}; record {where}"
+
+
+class _OnlyFS:
+    """The host's files, where /sys/block lists only ``names``: discovery of the drives that
+    are not being erased (no tool reaches a drive in its erase)."""
+
+    def __init__(self, inner: HostFS, hidden: set[str]) -> None:
+        self.inner = inner
+        self.hidden = hidden
+
+    def read_text(self, path: str) -> str | None:
+        return self.inner.read_text(path)
+
+    def listdir(self, path: str) -> list[str]:
+        names = self.inner.listdir(path)
+        if path.rstrip("/") == "/sys/block":
+            names = [n for n in names if n not in self.hidden]
+        return names
+
+    def readlink(self, path: str) -> str | None:
+        return self.inner.readlink(path)
+
+    def exists(self, path: str) -> bool:
+        return self.inner.exists(path)
+
+
+def _unset(job: DriveJob) -> DriveOutcome:
+    raise RuntimeError(f"Station.start not set: {job.drive.name} not erased")
+
+
+@dataclass
+class Station:
+    """The loop of station mode (see the module docstring). ``start(drive)`` runs the plan
+    on one drive and returns its outcome (blocking; it runs in a thread of its own);
+    ``eligible(drive)`` is None when the drive should be erased, else why not (the journal
+    says it finished, ...); ``say`` gets one line per event."""
+
+    host: Host
+    config: KioskConfig
+    settings: StationConfig
+    discover: Callable[[Host], list[Drive]]
+    job_for: Callable[[Drive], DriveJob | str]
+    # the front end sets these two before run(): how a job runs, where a line goes
+    start: Callable[[DriveJob], DriveOutcome] = field(default=_unset)
+    say: Callable[[str], None] = field(default=lambda line: None)
+    board: StationBoard = field(default_factory=StationBoard)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    clock: Callable[[], float] = time.monotonic
+    poll_s: float = POLL_S
+    seen: set[str] = field(default_factory=set)  # consent ids already handled or skipped
+    known: list[Drive] = field(default_factory=list)  # every drive found in the session
+    outcomes: list[DriveOutcome] = field(default_factory=list)
+    _running: dict[str, tuple[str, threading.Thread]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, job: DriveJob) -> None:
+        """Start ``job`` now (a drive found at boot or plugged in later)."""
+        drive = job.drive
+        self.seen.add(drive.consent_id)
+        self.board.found(drive)
+        thread = threading.Thread(target=self._work, args=(job,), daemon=True,
+                                  name=f"station-{drive.name}")
+        with self._lock:
+            self._running[drive.consent_id] = (drive.name, thread)
+        thread.start()
+
+    def _work(self, job: DriveJob) -> None:
+        drive = job.drive
+        try:
+            outcome = self.start(job)
+        except Exception as exc:  # start() should not raise; a bug must not stop the station
+            outcome = DriveOutcome(drive.name, drive.consent_id, None, ())
+            self.say(f"station: {drive.name} ({drive.consent_id}): {type(exc).__name__}: {exc}")
+        passed, detail = record_summary(outcome)
+        self.board.finished(drive.consent_id, passed, detail)
+        self.say(f"station: {drive.name} ({drive.consent_id}) {PASS if passed else FAIL}: "
+                 f"{detail}")
+        with self._lock:
+            self.outcomes.append(outcome)
+            self._running.pop(drive.consent_id, None)
+
+    def running(self) -> int:
+        with self._lock:
+            return len(self._running)
+
+    def scan(self) -> None:
+        """Discover the drives that are not running, announce the ones that left, start the
+        new ones the config chooses, and say why the others are not erased."""
+        with self._lock:
+            busy = {name for name, _t in self._running.values()}
+            busy_ids = set(self._running)
+        drives = self.discover(Host(self.host.runner, _OnlyFS(self.host.fs, busy)))
+        for row in self.board.present({d.consent_id for d in drives} | busy_ids):
+            self.say(f"station: {row.name} ({row.consent_id}) removed ({row.state})")
+        new = [d for d in drives if d.consent_id not in self.seen]
+        self.known.extend(d for d in new if d.consent_id not in
+                          {k.consent_id for k in self.known})
+        chosen, skipped = choose_drives(self.config,
+                                        [(d.consent_id, d.model, d.protected) for d in new])
+        for i, why in skipped:
+            self.seen.add(new[i].consent_id)
+            self.say(f"station: {new[i].name} ({new[i].model or '?'} {new[i].consent_id}) "
+                     f"plugged in, not erased: {why}")
+        for i in chosen:
+            drive = new[i]
+            job = self.job_for(drive)
+            if isinstance(job, str):
+                self.seen.add(drive.consent_id)
+                self.say(f"station: {drive.name} ({drive.consent_id}) not erased: {job}")
+                continue
+            self.say(f"station: {drive.name} ({drive.model or '?'} {drive.consent_id}) "
+                     f"found: {'resuming' if job.resume else 'erasing'}")
+            self.add(job)
+        # a drive that left is looked at again when it comes back
+        self.seen &= {d.consent_id for d in drives} | busy_ids
+
+    def _finished_enough(self) -> bool:
+        limit = self.settings.drives
+        with self._lock:
+            return limit is not None and len(self.outcomes) >= limit and not self._running
+
+    def run(self) -> list[DriveOutcome]:
+        """Watch for drives until idle, the drive count, or cancel; then wait for the
+        running ones. Returns every drive's outcome in the order they finished."""
+        idle_s = self.settings.idle_minutes * 60.0
+        limit = "" if self.settings.drives is None else f", or after {self.settings.drives} drives"
+        self.say(f"station: waiting for drives (ends after {self.settings.idle_minutes:g} min "
+                 f"with none running or plugged in{limit})")
+        last = block_devices_signature(self.host)
+        last_activity = self.clock()
+        ended = 0  # drives finished at the last look
+        while not self.cancel.is_set():
+            now = self.clock()
+            if self._finished_enough():
+                self.say(f"station: {self.settings.drives} drives finished: the session ends")
+                break
+            with self._lock:  # one look: a drive ending after it is seen at the next
+                finished, ended = len(self.outcomes) != ended, len(self.outcomes)
+                running = len(self._running)
+            sig = block_devices_signature(self.host)
+            # a drive that finished was hidden from discovery while it ran: look again
+            if sig != last or finished:
+                last, last_activity = sig, now
+                self.scan()
+            if running == 0 and now - last_activity >= idle_s:
+                self.say(f"station: idle for {self.settings.idle_minutes:g} min: "
+                         "the session ends")
+                break
+            self.cancel.wait(self.poll_s)
+        for _name, thread in self._threads():
+            while thread.is_alive():
+                thread.join(0.5)
+        with self._lock:
+            return list(self.outcomes)
+
+    def _threads(self) -> Sequence[tuple[str, threading.Thread]]:
+        with self._lock:
+            return list(self._running.values())
+
+
+def station_lines(rows: Sequence[StationRow]) -> list[str]:
+    """kiosk.txt's station part: one line per drive with its state and detail."""
+    return [f"station: {r.name} ({r.model or '?'} {r.consent_id}) {r.label}"
+            + (f": {r.detail}" if r.detail else "") for r in rows]
+
