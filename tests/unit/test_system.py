@@ -101,3 +101,23 @@ def test_log_file_sink(tmp_path: Path) -> None:
     text = log.read_text()
     assert "rc=0 ok" in text and "$ true" in text
     assert "rc=1 failed" in text and "stderr: nope" in text
+
+
+def test_a_hidden_secret_reaches_the_command_but_no_log_line_or_error() -> None:
+    """hidden_in_logs (a PSID on sedutil-cli's command line): the process gets the real
+    argument; the CommandRecord (log.txt, the run screen) and the CommandError show ***."""
+    from ssdbench.system import CommandError, SystemRunner, hidden_in_logs
+
+    runner = SystemRunner()
+    records: list[CommandRecord] = []
+    runner.add_sink(records.append)
+    with hidden_in_logs("PSIDABCDEF123"):
+        res = runner.run(["echo", "x-PSIDABCDEF123"])
+        with pytest.raises(CommandError) as failed:
+            runner.run(["sh", "-c", "exit 3", "PSIDABCDEF123"])
+    assert res.text == "x-PSIDABCDEF123\n"
+    assert [r.argv[-1] for r in records] == ["x-***", "***"]
+    assert "PSIDABCDEF123" not in "".join(r.log_line() for r in records)
+    assert "PSIDABCDEF123" not in str(failed.value) + repr(failed.value.argv)
+    runner.run(["echo", "PSIDABCDEF123"])  # outside: shown as given
+    assert records[-1].argv[-1] == "PSIDABCDEF123"

@@ -4,6 +4,9 @@ without an Opal drive)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pytest
 
 from ssdbench.devices.sed import parse_sedutil_query
@@ -95,6 +98,28 @@ def test_psid_revert_failing_with_tcg_status_fail() -> None:
 def test_psid_revert_locked_out_asks_for_a_power_cycle() -> None:
     out = _revert("Command failed on send 255\nSession start failed rc = 255\n", 255)
     assert "power-cycle" in out.detail
+
+
+def test_the_psid_is_hidden_from_the_logs_while_sedutil_runs() -> None:
+    """The PSID goes to sedutil-cli's argv; log.txt and the screen (every CommandRecord)
+    show *** (system.hidden_in_logs), and only while the revert runs."""
+    from ssdbench.system import shown_argv
+
+    seen: list[tuple[str, ...]] = []
+    runner = ScriptedRunner()
+    argv = revert_argv(PSID, "/dev/sdb")
+    runner.add(argv, "", stderr="revertTper completed successfully\n", returncode=0)
+    inner = runner.run
+
+    def run(argv: Sequence[str], **kw: Any) -> Any:
+        seen.append(shown_argv(argv))
+        return inner(argv, **kw)
+
+    runner.run = run  # type: ignore[method-assign]
+    psid_revert(Host(runner, FakeFS()), "/dev/sdb", PSID)
+    assert seen == [("sedutil-cli", "--yesIreallywanttoERASEALLmydatausingthePSID", "***",
+                     "/dev/sdb")]
+    assert shown_argv(argv) == tuple(argv)
 
 
 def test_psid_revert_done() -> None:

@@ -29,7 +29,8 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -46,6 +47,42 @@ def base_environment() -> dict[str, str]:
     if extra:
         env["PATH"] = extra + ":" + env["PATH"]
     return env
+
+
+_HIDDEN: dict[str, int] = {}  # secret -> how many callers hide it now
+_HIDDEN_LOCK = threading.Lock()
+
+
+@contextmanager
+def hidden_in_logs(secret: str) -> Iterator[None]:
+    """While inside, ``secret`` reaches the commands' argv but every CommandRecord (log.txt,
+    the run screen, bundles) and every CommandError shows ``***`` instead (a PSID on a
+    sedutil-cli command line: docs/erase.md)."""
+    if not secret:
+        yield
+        return
+    with _HIDDEN_LOCK:
+        _HIDDEN[secret] = _HIDDEN.get(secret, 0) + 1
+    try:
+        yield
+    finally:
+        with _HIDDEN_LOCK:
+            _HIDDEN[secret] -= 1
+            if not _HIDDEN[secret]:
+                del _HIDDEN[secret]
+
+
+def shown_argv(argv: Sequence[str]) -> tuple[str, ...]:
+    """``argv`` as logs may show it: every hidden secret replaced by ``***``."""
+    with _HIDDEN_LOCK:
+        secrets = sorted(_HIDDEN, key=len, reverse=True)
+    out = []
+    for arg in argv:
+        shown = arg
+        for secret in secrets:
+            shown = shown.replace(secret, "***")
+        out.append(shown)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -195,6 +232,7 @@ class CommandSinks:
                 self._sinks.remove(sink)
 
     def _emit(self, record: CommandRecord) -> None:
+        record = replace(record, argv=shown_argv(record.argv))
         with self._lock:
             sinks = list(self._sinks)
         for sink in sinks:
@@ -281,11 +319,11 @@ class SystemRunner(CommandSinks):
             )
         if outcome == "timeout":
             raise CommandTimeout(
-                args, f"timed out after {timeout:g} s", stderr=err_text, stdout=out
+                shown_argv(args), f"timed out after {timeout:g} s", stderr=err_text, stdout=out
             )
         if outcome == "failed":
             raise CommandError(
-                args, f"exit code {proc.returncode}", returncode=proc.returncode,
+                shown_argv(args), f"exit code {proc.returncode}", returncode=proc.returncode,
                 stderr=err_text, stdout=out,
             )
         return Result(args, proc.returncode, out, err, duration)

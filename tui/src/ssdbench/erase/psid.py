@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ssdbench.erase.model import EraseError
-from ssdbench.system import CommandError, CommandNotFound, Host
+from ssdbench.system import CommandError, CommandNotFound, Host, hidden_in_logs
 
 PSID_LENGTH = 32
 PSID_REVERT_TIMEOUT_S = 3 * 3600.0  # Pyrite drives block-erase on revert (sedutil #507)
@@ -105,7 +105,8 @@ def psid_revert(host: Host, device: str, psid: str) -> PsidRevert:
     psid = normalize_psid(psid)
     wall0, t0 = time.time(), time.monotonic()
     try:
-        res = host.runner.run(revert_argv(psid, device), timeout=PSID_REVERT_TIMEOUT_S)
+        with hidden_in_logs(psid):  # on the label, but not in log.txt, the screen or a store
+            res = host.runner.run(revert_argv(psid, device), timeout=PSID_REVERT_TIMEOUT_S)
     except CommandNotFound as exc:
         raise PsidError(
             "PSID revert needs sedutil-cli, which this image does not have (the stick image "
