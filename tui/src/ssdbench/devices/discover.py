@@ -7,9 +7,10 @@ is still listed.  See docs/devices.md for what is read from where.
 
 from __future__ import annotations
 
+import os
 import os.path
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
@@ -74,6 +75,7 @@ REFUSE_VIRTUAL = "no-erase-command"
 REFUSE_SCSI = "scsi-not-supported"
 REFUSE_NO_IDENTIFY = "no-identify"
 REFUSE_NO_METHOD = "no-erase-method"
+ATA_PASSTHROUGH_ENV = "SSDBENCH_ATA_PASSTHROUGH"
 REFUSE_SED_LOCKED = "sed-locked"  # TCG Opal/Enterprise locked: unlock or PSID revert first
 
 
@@ -146,6 +148,12 @@ def _transport(name: str, syspath: str, tran: str | None, nvme_transport: str) -
     if re.search(r"/host\d+/target", syspath):
         return "scsi"
     return "other"
+
+
+def _vpd_serial(host: Host, name: str) -> str:
+    """The Unit Serial Number VPD page (0x80) the kernel caches: 4 header bytes, then ASCII."""
+    raw = host.fs.read_text(f"/sys/block/{name}/device/vpd_pg80") or ""
+    return raw[4:].strip(" \0\n") if len(raw) > 4 else ""
 
 
 def _usb_serial(host: Host, syspath: str) -> str:
@@ -237,12 +245,26 @@ def _hdparm_identify(host: Host, path: str) -> AtaIdentify:
     return parse_hdparm_identify(result.text + result.stderr_text)
 
 
-def discover(host: Host, *, include_all: bool = False) -> list[Drive]:
+def ata_passthrough_optins(env: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The drives (serials, kernel names or /dev paths) in ``SSDBENCH_ATA_PASSTHROUGH``
+    (comma- or space-separated): SAS/SCSI-transport drives to treat as SATA drives behind an
+    HBA that passes ATA commands through (docs/devices.md)."""
+    raw = (os.environ if env is None else env).get(ATA_PASSTHROUGH_ENV, "")
+    return frozenset(x for x in re.split(r"[\s,]+", raw) if x)
+
+
+def discover(
+    host: Host, *, include_all: bool = False, ata_passthrough: Collection[str] | None = None
+) -> list[Drive]:
     """Every drive ssdbench can show, with identity, capabilities and safety.
 
     Hidden unless ``include_all``: ram/zram/dm/md/sr/fd devices, nvme multipath path
     devices, and devices of size 0 (detached loop devices, empty card readers).
+    ``ata_passthrough`` (default: :func:`ata_passthrough_optins`) opts SAS/SCSI drives in
+    to ATA pass-through by serial, kernel name or path; every other SAS/SCSI drive keeps
+    the ``scsi-not-supported`` refusal.
     """
+    optins = ata_passthrough_optins() if ata_passthrough is None else frozenset(ata_passthrough)
     names = [n for n in host.fs.listdir("/sys/block") if is_listed(host, n, include_all)]
     all_disks = host.fs.listdir("/sys/block")
     global_problems: list[ToolProblem] = []
@@ -346,6 +368,9 @@ def discover(host: Host, *, include_all: bool = False) -> list[Drive]:
             firmware = firmware or (lb.revision or "")
         if transport == "usb" and not serial:
             serial = _usb_serial(host, syspath)
+        if not serial and transport in ("sas", "scsi"):
+            serial = _vpd_serial(host, name)
+        passthrough = transport in ("sas", "scsi") and bool({serial, name, path} & optins)
         backing = None
         if transport == "loop":
             backing = _read_str(host, f"/sys/block/{name}/loop/backing_file") or None
@@ -355,7 +380,7 @@ def discover(host: Host, *, include_all: bool = False) -> list[Drive]:
         methods: list[str] = []
         refusal: list[str] = []
         trim_device: bool | None = None
-        if transport in ("sata", "ata", "usb"):
+        if transport in ("sata", "ata", "usb") or passthrough:
             ata = probe.attempt("hdparm", _hdparm_identify, host, path)
             if ata is not None:
                 model, serial, firmware = ata.model, ata.serial or serial, ata.firmware
@@ -418,7 +443,7 @@ def discover(host: Host, *, include_all: bool = False) -> list[Drive]:
             refusal.append(REFUSE_USB)
         elif transport in ("virtio", "loop", "mmc", "other"):
             refusal.append(REFUSE_VIRTUAL)
-        elif transport in ("sas", "scsi"):
+        elif transport in ("sas", "scsi") and not passthrough:
             refusal.append(REFUSE_SCSI)
         if not methods and not refusal:
             refusal.append(REFUSE_NO_METHOD)
@@ -467,6 +492,7 @@ def discover(host: Host, *, include_all: bool = False) -> list[Drive]:
                 loop_backing_file=backing,
                 problems=tuple(global_problems + probe.problems),
                 sed=sed,
+                ata_passthrough=passthrough,
             )
         )
     return drives

@@ -381,6 +381,9 @@ class Drive:
     loop_backing_file: str | None = None
     problems: tuple[ToolProblem, ...] = field(default=())
     sed: SedState | None = None  # TCG Level 0 Discovery (devices/sed.py); None: no answer
+    # SAS/SCSI transport opted in as a SATA drive behind an ATA pass-through HBA (discover's
+    # ata_passthrough): hdparm -I was read and ATA erase methods are offered.
+    ata_passthrough: bool = False
 
     @property
     def sed_locked(self) -> bool:
@@ -437,4 +440,5 @@ class Drive:
             "problems": [p.to_json() for p in self.problems],
             # only for drives that answered a TCG Level 0 Discovery (keeps other drives' JSON)
             **({} if self.sed is None else {"sed": self.sed.to_json()}),
+            **({"ata_passthrough": True} if self.ata_passthrough else {}),
         }

@@ -93,4 +93,5 @@ def target_from_drive(drive: Any) -> EraseTarget:
         nvme_controller=controller,
         nsid=nsid,
         sed_lock=sed_lock,
+        ata_passthrough=bool(_attr(drive, "ata_passthrough", False)),
     )

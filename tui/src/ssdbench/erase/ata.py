@@ -213,9 +213,12 @@ def security_erase(
     journal: PasswordJournal,
     options: EraseOptions,
     reporter: Reporter,
+    checked: tuple[IdentifyInfo, list[str]] | None = None,
 ) -> list[str]:
+    """``checked``: what :func:`check_and_prepare` (security_needed=True) returned when the
+    caller ran it already (erase_drive does, before it writes its markers)."""
     enhanced = method == ATA_SECURITY_ERASE_ENHANCED
-    info, steps = check_and_prepare(
+    info, steps = checked or check_and_prepare(
         host, target, journal, options, reporter, security_needed=True
     )
     sec = _security(info)
@@ -278,9 +281,13 @@ def sanitize(
     journal: PasswordJournal,
     options: EraseOptions,
     reporter: Reporter,
+    checked: tuple[IdentifyInfo, list[str]] | None = None,
 ) -> list[str]:
-    """ATA SANITIZE (BLOCK ERASE / CRYPTO SCRAMBLE) started by hdparm, then polled."""
-    _, steps = check_and_prepare(host, target, journal, options, reporter, security_needed=False)
+    """ATA SANITIZE (BLOCK ERASE / CRYPTO SCRAMBLE) started by hdparm, then polled.
+    ``checked``: as for :func:`security_erase`."""
+    _, steps = checked or check_and_prepare(
+        host, target, journal, options, reporter, security_needed=False
+    )
     flag = {
         ATA_SANITIZE_BLOCK: "--sanitize-block-erase",
         ATA_SANITIZE_CRYPTO: "--sanitize-crypto-scramble",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ssdbench.erase import ata, nvme
+from ssdbench.erase.hdparm import IdentifyInfo
 from ssdbench.erase.journal import PasswordJournal
 from ssdbench.erase.model import (
     ALL_METHODS,
@@ -37,6 +38,7 @@ from ssdbench.progress import ProgressCallback, ignore_progress
 from ssdbench.system import CommandError, Host
 
 ATA_TRANSPORTS = ("sata", "ata")
+PASSTHROUGH_TRANSPORTS = ("sas", "scsi")  # ATA only with the drive's ata_passthrough opt-in
 VIRTUAL_TRANSPORTS = ("virtio", "loop", "xen", "nbd", "other")
 
 
@@ -104,7 +106,12 @@ def available_methods(
         return _available_nvme(target, options)
     if transport in ATA_TRANSPORTS:
         return _available_ata(target, options)
-    return [], f"transport {transport!r} (SAS/RAID/SCSI paths block ATA security commands)"
+    if transport in PASSTHROUGH_TRANSPORTS and target.ata_passthrough:
+        return _available_ata(target, options)
+    return [], (
+        f"transport {transport!r} (SAS/RAID/SCSI paths block ATA security commands; a SATA "
+        "drive behind an HBA that passes them through can be opted in: docs/erase.md)"
+    )
 
 
 def choose_method(
@@ -132,8 +139,9 @@ def choose_method(
                 method=preference,
             )
         raise NoEraseMethod(
-            f"{target.path}: {preference} is not supported by this drive; it offers "
-            f"{', '.join(methods)}",
+            f"{target.path}: {preference} is "
+            + (f"not possible on this drive{hint}" if why else "not supported by this drive")
+            + f"; it offers {', '.join(methods)}",
             method=preference,
         )
     # ATA security on a frozen drive with allow_suspend stays first: the suspend is tried.
@@ -182,7 +190,15 @@ def erase_drive(
     secure = chosen != DISCARD
     verify = options.verify and secure
     markers = None
+    checked: tuple[IdentifyInfo, list[str]] | None = None
     try:
+        if chosen in ATA_METHODS:
+            # Before any marker is written: a password an earlier run left is removed, and a
+            # drive locked/enabled with an unknown password or expired is refused untouched.
+            checked = ata.check_and_prepare(
+                host, target, journal, options, reporter,
+                security_needed=chosen in (ATA_SECURITY_ERASE, ATA_SECURITY_ERASE_ENHANCED),
+            )
         if verify:
             reporter.send(f"writing {options.marker_count} verification markers")
             markers = write_markers(
@@ -192,11 +208,13 @@ def erase_drive(
         reporter.send(f"erasing with {chosen}")
         if chosen in (ATA_SECURITY_ERASE, ATA_SECURITY_ERASE_ENHANCED):
             steps += ata.security_erase(
-                host, target, chosen, journal=journal, options=options, reporter=reporter
+                host, target, chosen, journal=journal, options=options, reporter=reporter,
+                checked=checked,
             )
         elif chosen in (ATA_SANITIZE_BLOCK, ATA_SANITIZE_CRYPTO):
             steps += ata.sanitize(
-                host, target, chosen, journal=journal, options=options, reporter=reporter
+                host, target, chosen, journal=journal, options=options, reporter=reporter,
+                checked=checked,
             )
         elif chosen in (NVME_SANITIZE_BLOCK, NVME_SANITIZE_CRYPTO, NVME_SANITIZE_OVERWRITE):
             steps += nvme.sanitize(host, target, chosen, options, reporter)

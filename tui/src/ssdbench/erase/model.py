@@ -137,6 +137,9 @@ class EraseTarget:
     nvme_controller: str | None = None  # /dev/nvme0 (derived from the name when None)
     nsid: int = 1
     sed_lock: str = ""  # a locked self-encrypting drive: why, and what to do (no erase)
+    # A SAS/SCSI-transport drive the operator declared a SATA drive whose HBA passes ATA
+    # commands through (discovery's per-drive opt-in): ATA methods are offered.
+    ata_passthrough: bool = False
 
     @property
     def controller_path(self) -> str:
