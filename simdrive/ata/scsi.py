@@ -184,10 +184,14 @@ class SatTarget:
             lba, count = int.from_bytes(cdb[2:10], "big"), int.from_bytes(cdb[10:14], "big")
         if lba + count > self.drive.sectors:
             return check(ILLEGAL_REQUEST, 0x21)  # LBA OUT OF RANGE
+        write = op in (0x0A, 0x2A, 0x8A)
         if self.drive.vol.locked:
             # A locked drive aborts media access (ACS-3 table 'SEC4').
+            if write:
+                self.log(f"WRITE lba={lba} blocks={count} -> ABORTED: locked")
             return check(ABORTED_COMMAND, 0x00)
-        if op in (0x0A, 0x2A, 0x8A):
+        if write:
+            self.log(f"WRITE lba={lba} blocks={count}")
             self.drive.write(lba * SECTOR, data[: count * SECTOR])
             return Reply(GOOD)
         return Reply(GOOD, self.drive.read(lba * SECTOR, count * SECTOR))
