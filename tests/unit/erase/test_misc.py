@@ -93,7 +93,7 @@ def test_marker_that_does_not_read_back_stops_before_the_erase(tmp_path: Path) -
     for off in (0, 4096):
         runner.add(["dd", "if={SCRATCH}/markers.bin", "of=/dev/nvme0n1", "bs=4096", "count=1",
                     f"skip={off}", f"seek={off}", "iflag=skip_bytes",
-                    "oflag=direct,seek_bytes", "conv=notrunc,fsync", "status=none"])
+                    "oflag=direct,seek_bytes", "conv=notrunc,nocreat,fsync", "status=none"])
     runner.add(["dd", "if=/dev/nvme0n1", "bs=4096", "count=1", "skip=0",
                 "iflag=direct,skip_bytes", "status=none"], b"\0" * 4096)
     with pytest.raises(EraseError, match="did not read back"):
@@ -207,3 +207,21 @@ def test_stage_hook_returns_the_run_json_erase_record() -> None:
     erase = hook(ctx)
     assert erase["method"] == "discard" and erase["secure"] is False
     assert events and all(e.run == "consistency-default" for e in events)
+
+
+def test_a_marker_write_to_a_vanished_drive_creates_no_file(tmp_path: Path) -> None:
+    """A drive pulled mid-erase: its /dev node is gone when the next marker is written. dd
+    must fail, not create a regular file there: on devtmpfs that file would stand in for
+    the next drive that gets the same kernel name (seen in station mode, QEMU
+    device_del): every later open with O_DIRECT fails with EINVAL, and plain reads and
+    writes would go to RAM instead of the drive."""
+    from ssdbench.erase.verify import _dd_write
+    from ssdbench.system import CommandError, SystemRunner, live_host
+
+    src = tmp_path / "markers.bin"
+    src.write_bytes(b"m" * 4096)
+    gone = tmp_path / "nvme0n1"
+    with pytest.raises(CommandError):
+        _dd_write(Host(SystemRunner(), live_host().fs), src, 0, str(gone), offset=0,
+                  block=4096)
+    assert not gone.exists()

@@ -73,7 +73,7 @@ def _dd_write(
         [
             "dd", f"if={src}", f"of={device}", f"bs={block}", "count=1",
             f"skip={index * block}", f"seek={offset}",
-            "iflag=skip_bytes", "oflag=direct,seek_bytes", "conv=notrunc,fsync",
+            "iflag=skip_bytes", "oflag=direct,seek_bytes", "conv=notrunc,nocreat,fsync",
             "status=none",
         ],
         timeout=60.0,
