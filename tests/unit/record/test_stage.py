@@ -70,3 +70,48 @@ def test_ata_erase_run_writes_a_purge_record_with_the_hpa_warning(tmp_path: Path
     run = json.loads((run_dir / "run.json").read_text())
     assert run["erase_record"]["result"]["status"] == "PASS"
     assert list((tmp_path / "results").glob("erase-session-*.csv"))
+
+
+def test_a_drive_pulled_mid_erase_gets_a_fail_record_that_says_so(tmp_path: Path) -> None:
+    """Station mode: the drive leaves in the middle of its erase (QEMU device_del, a pulled
+    cable). The record is still written and its reason says the drive disappeared, before
+    the tool's own words (dd's "No such file or directory" points elsewhere)."""
+    from ssdbench.stages.base import StageFailed
+
+    drive_dir = tmp_path / "results" / "20261125T000000Z_QEMU_NVMe_Ctrl_P1"
+    run_dir = drive_dir / "erase"
+    run_dir.mkdir(parents=True)
+    drive = {"path": "/dev/nvme0n1", "name": "nvme0n1", "transport": "nvme", "vendor": "",
+             "model": "QEMU NVMe Ctrl", "serial": "P1", "firmware": "7.2.22",
+             "size_bytes": 64 << 20, "logical_block_size": 512, "rotational": False,
+             "nvme": None}
+    (drive_dir / "drive.json").write_text(json.dumps({"drive": drive}))
+    runner = ScriptedRunner()
+    for _ in range(2):
+        runner.add(["smartctl", "-j", "-x", "/dev/nvme0n1"], "", returncode=2)
+    runner.add(["nvme", "version"], "nvme version 2.3\n")
+    fs = FakeFS({"/sys/class/block/nvme0n1/size": "131072\n"})
+    record = RunRecord.create(run_dir, run="erase", kind="erase", drive={"name": "nvme0n1"},
+                              target={}, params={}, tools={"ssdbench": "0.1.0"})
+
+    def pulled(ctx: Any) -> dict[str, Any]:
+        del fs.files["/sys/class/block/nvme0n1/size"]  # the kernel removed it
+        raise StageFailed("secure erase failed: nvme-format-user-data failed: dd ... "
+                          "dd: failed to open '/dev/nvme0n1': No such file or directory")
+
+    ctx = RunContext(host=Host(runner, fs), run_dir=run_dir, drive_name="nvme0n1",
+                     run_name="erase", target=Target("/dev/nvme0n1", "block", "nvme0n1",
+                                                     64 << 20),
+                     params=RunParams(), record=record, secure_erase=pulled)
+    try:
+        CertifiedEraseStage().execute(ctx)
+    except StageFailed as exc:
+        failed = str(exc)
+    else:
+        raise AssertionError("the stage passed")
+    rec = json.loads((run_dir / "erase-record.json").read_text())
+    assert rec["result"]["status"] == "FAIL"
+    reason = rec["result"]["reason"]
+    assert "the drive disappeared during the erase (/dev/nvme0n1 is gone)" in reason, reason
+    assert "No such file or directory" in reason
+    assert "the drive disappeared" in failed

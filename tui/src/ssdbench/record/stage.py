@@ -13,7 +13,7 @@ from ssdbench.erase.hidden import ata_hidden_areas, nvme_hidden_capacity, restor
 from ssdbench.erase.psid import PsidError, psid_revert
 from ssdbench.record.build import FAIL, build_record
 from ssdbench.record.write import append_session_csv, seal, write_record_files
-from ssdbench.stages.base import RunContext, StageFailed
+from ssdbench.stages.base import RunContext, StageFailed, with_drive_state
 from ssdbench.stages.discard import EraseStage
 from ssdbench.stages.health import HealthStage
 from ssdbench.system import CommandError, Host
@@ -137,8 +137,8 @@ class CertifiedEraseStage:
         if error is None:
             try:
                 EraseStage(self.name).execute(ctx)
-            except StageFailed as exc:
-                error = str(exc)
+            except StageFailed as exc:  # a drive pulled mid-erase: the record says so
+                error = with_drive_state(ctx, str(exc), during=" during the erase")
         erase = ctx.record.data.get("erase")
         method = str((erase or {}).get("method") or "")
         nvme = drive.get("nvme")

@@ -89,6 +89,16 @@ class RunContext:
             pass
 
 
+def with_drive_state(ctx: RunContext, reason: str, *, during: str = "") -> str:
+    """A tool's reason, prefixed when the drive itself went away (pulled, dropped off the
+    bus): the tool then says things that point elsewhere (fio "you need to specify size=",
+    dd "No such file or directory")."""
+    name = ctx.target.kernel_name
+    if ctx.target.kind == "block" and name and not ctx.host.fs.exists(f"/sys/class/block/{name}"):
+        return f"the drive disappeared{during} ({ctx.target.path} is gone); {reason}"
+    return reason
+
+
 class Stage(Protocol):
     name: str
 

@@ -11,7 +11,7 @@ from ssdbench.fio.blockstat import BlockStatSampler, stat_path
 from ssdbench.fio.jobs import JobFile, JobTarget
 from ssdbench.fio.runner import LiveStatus, run_fio
 from ssdbench.fio.status import FioReport
-from ssdbench.stages.base import RunContext, StageCancelled, StageFailed
+from ssdbench.stages.base import RunContext, StageCancelled, StageFailed, with_drive_state
 from ssdbench.system import LiveFS
 
 
@@ -73,7 +73,7 @@ class FioStage:
         if outcome.state == "cancelled":
             raise StageCancelled(outcome.reason or "cancelled")
         if outcome.state != "done":
-            raise StageFailed(_with_drive_state(ctx, outcome.reason or "fio failed"))
+            raise StageFailed(with_drive_state(ctx, outcome.reason or "fio failed"))
         report = outcome.report
         if report is not None and report.runtime_ms > 0:
             seconds = report.runtime_ms / 1000
@@ -137,15 +137,6 @@ def record_reconciliation(ctx: RunContext, stage: str, entry: dict[str, Any],
                             and w.get("stage") == stage)]
         warnings.append({"kind": "reconciliation", "stage": stage, "message": warning})
         ctx.record.set("warnings", warnings)
-
-
-def _with_drive_state(ctx: RunContext, reason: str) -> str:
-    """fio's reason, prefixed when the drive itself went away (pulled, dropped off the
-    bus): fio then says things like "you need to specify size=", which point elsewhere."""
-    name = ctx.target.kernel_name
-    if ctx.target.kind == "block" and name and not ctx.host.fs.exists(f"/sys/class/block/{name}"):
-        return f"the drive disappeared ({ctx.target.path} is gone); {reason}"
-    return reason
 
 
 def fill_stage() -> FioStage:
