@@ -195,10 +195,12 @@ def erase_drive(
         if chosen in ATA_METHODS:
             # Before any marker is written: a password an earlier run left is removed, and a
             # drive locked/enabled with an unknown password or expired is refused untouched.
-            checked = ata.check_and_prepare(
+            info, pre = ata.check_and_prepare(
                 host, target, journal, options, reporter,
                 security_needed=chosen in (ATA_SECURITY_ERASE, ATA_SECURITY_ERASE_ENHANCED),
             )
+            steps += pre
+            checked = (info, [])
         if verify:
             reporter.send(f"writing {options.marker_count} verification markers")
             markers = write_markers(
