@@ -249,6 +249,10 @@ class AtaDrive:
                 return _abort("write refused: locked")
             self.write(tf.lba * SECTOR, data_out)
             return Outcome(TaskFile(), note="WRITE")
+        if cmd == READ_LOG_EXT:
+            if tf.lba & 0xFF == 0:  # the log directory: GPL version 1, no logs
+                return Outcome(TaskFile(), (1).to_bytes(2, "little") + bytes(510), "LOG DIRECTORY")
+            return _abort(f"READ LOG EXT log {tf.lba & 0xFF:#04x} not implemented")
         if cmd in (CHECK_POWER_MODE,):
             return Outcome(TaskFile(count=0xFF), note="CHECK POWER MODE: active")
         if cmd in (FLUSH_CACHE, FLUSH_CACHE_EXT):

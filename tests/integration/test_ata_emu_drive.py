@@ -1,0 +1,116 @@
+"""The emulated ATA drive's state machine and SAT answers, on the host (no QEMU): what
+hdparm reads from them is checked end to end in test_ata_emu_qemu.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simdrive.ata import drive as ata
+from simdrive.ata.drive import AtaDrive, Config, TaskFile
+from simdrive.ata.scsi import SatTarget, ata_return_sense, decode_passthrough
+from simdrive.ata.tcmu import CHECK_CONDITION
+
+PW = b"secret"
+
+
+def sec_data(password: bytes = PW, *, master: bool = False, enhanced: bool = False) -> bytes:
+    data = bytearray(512)
+    data[0] = (1 if master else 0) | (2 if enhanced else 0)
+    data[2:34] = password.ljust(32, b"\0")
+    return bytes(data)
+
+
+def run(d: AtaDrive, command: int, data: bytes = b"", **tf: int) -> ata.Outcome:
+    return d.execute(TaskFile(command=command, **tf), data)
+
+
+def word(d: AtaDrive, n: int) -> int:
+    raw = d.identify()
+    return raw[2 * n] | (raw[2 * n + 1] << 8)
+
+
+def new(tmp: Path, **cfg: object) -> AtaDrive:
+    return AtaDrive.create(tmp / "drive", Config(**cfg))  # type: ignore[arg-type]
+
+
+def test_identify_words(tmp_path: Path) -> None:
+    d = new(tmp_path, size_bytes=8 << 20, serial="S123")
+    raw = d.identify()
+    assert sum(raw) % 256 == 0 and raw[510] == 0xA5
+    assert word(d, 100) == (8 << 20) // 512 and word(d, 60) == (8 << 20) // 512
+    assert word(d, 128) == 0x0021  # supported, enhanced erase; not enabled/locked/frozen
+    assert word(d, 59) & 0xB000 == 0xB000 and word(d, 169) & 1
+    assert bytes(raw[i ^ 1] for i in range(20, 40)).decode().strip() == "S123"
+
+
+def test_password_locks_at_power_on_and_survives_reopen(tmp_path: Path) -> None:
+    d = new(tmp_path)
+    assert run(d, ata.SET_PASS, sec_data()).ok
+    assert word(d, 128) & 0x0006 == 0x0002  # enabled, not locked until power-on
+    again = AtaDrive(d.folder)  # the power cycle: state.json read back
+    assert again.security_word() & 0x0006 == 0x0006
+    assert not run(again, ata.READ_DMA_EXT, count=1).ok  # media access refused while locked
+    assert not run(again, ata.SET_PASS, sec_data(b"other")).ok
+    assert run(again, ata.UNLOCK, sec_data()).ok and run(again, ata.READ_DMA_EXT, count=1).ok
+
+
+def test_five_wrong_passwords_expire_until_power_cycle(tmp_path: Path) -> None:
+    d = new(tmp_path)
+    run(d, ata.SET_PASS, sec_data())
+    d.power_on()
+    for _ in range(5):
+        assert not run(d, ata.UNLOCK, sec_data(b"wrong")).ok
+    assert d.security_word() & 0x0010
+    assert not run(d, ata.UNLOCK, sec_data()).ok  # even the right one
+    d.power_on()
+    assert not d.security_word() & 0x0010
+    assert run(d, ata.UNLOCK, sec_data()).ok
+
+
+def test_erase_unit_needs_prepare_and_password_then_zeroes(tmp_path: Path) -> None:
+    d = new(tmp_path)
+    d.write(4096, b"x" * 4096)
+    run(d, ata.SET_PASS, sec_data())
+    assert not run(d, ata.ERASE_UNIT, sec_data()).ok  # no ERASE PREPARE
+    assert run(d, ata.ERASE_PREPARE).ok
+    assert not run(d, ata.ERASE_UNIT, sec_data(b"wrong")).ok
+    assert d.read(4096, 4096) == b"x" * 4096
+    run(d, ata.ERASE_PREPARE)
+    out = run(d, ata.ERASE_UNIT, sec_data(enhanced=True))
+    assert out.ok and "enhanced" in out.note
+    assert d.read(4096, 4096) == bytes(4096) and not d.enabled
+
+
+def test_frozen_refuses_security_but_not_sanitize(tmp_path: Path) -> None:
+    d = new(tmp_path, frozen_at_power_on=True)
+    d.write(0, b"y" * 512)
+    assert not run(d, ata.SET_PASS, sec_data()).ok
+    assert run(d, ata.SANITIZE, features=ata.SAN_BLOCK, lba=ata.SAN_BLOCK_KEY).ok
+    assert d.read(0, 512) == bytes(512)
+    status = run(d, ata.SANITIZE, features=ata.SAN_STATUS)
+    assert status.tf.count >> 8 & ata.SAN_SUCCEEDED
+    assert not run(d, ata.SANITIZE, features=ata.SAN_BLOCK, lba=0).ok  # wrong key
+
+
+def test_trim_ranges_read_back_zero(tmp_path: Path) -> None:
+    d = new(tmp_path)
+    d.write(0, b"z" * 8192)
+    entry = (8 << 48) | 0  # LBA 0, 8 sectors
+    out = run(d, ata.DSM, entry.to_bytes(8, "little") + bytes(504), features=1)
+    assert out.ok and d.read(0, 4096) == bytes(4096) and d.read(4096, 4096) == b"z" * 4096
+
+
+def test_sat_answer_is_what_hdparm_reads(tmp_path: Path) -> None:
+    d = new(tmp_path)
+    target = SatTarget(d)
+    cdb = bytes([0x85, 4 << 1, 0x2E, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x40, ata.IDENTIFY, 0])
+    tf, protocol, _ = decode_passthrough(cdb)
+    assert tf.command == ata.IDENTIFY and protocol == 4 and tf.count == 1
+    reply = target(cdb, b"")
+    assert reply.status == CHECK_CONDITION and reply.data == d.identify()
+    sb = reply.sense
+    # hdparm sgio.c: sb[0] == 0x72, sb[7] >= 14, desc[0] == 0x09, desc[1] >= 0x0c
+    assert sb[0] == 0x72 and sb[7] >= 14 and sb[8] == 0x09 and sb[9] >= 0x0C
+    assert sb[1:4] == bytes([0x01, 0x00, 0x1D]) and sb[8 + 13] == 0x50
+    bad = ata_return_sense(TaskFile(status=0x51, error=0x04))
+    assert bad[1] == 0x0B and bad[8 + 3] == 0x04 and bad[8 + 13] & 0x01
