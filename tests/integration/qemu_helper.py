@@ -63,7 +63,7 @@ mount -t tmpfs run $R/run
 mkdir -p $R/run/out $R/run/tmp
 mount -t 9p -o trans=virtio,version=9p2000.L out $R/run/out
 chroot $R /bin/sh -c 'export TMPDIR=/run/tmp; modprobe nvme; udevadm settle 2>/dev/null; \
-  i=0; while [ ! -b /dev/nvme0n1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; \
+  i=0; while [ ! -e {wait_for} ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; \
   cd /run/out && /bin/sh /run/out/job.sh >/run/out/job.log 2>&1; echo $? >/run/out/job.rc'
 sync
 echo SSDBENCH-GUEST-DONE
@@ -100,7 +100,7 @@ def _cpio_newc(entries: list[tuple[str, int, bytes]]) -> bytes:
     return bytes(out)
 
 
-def build_initramfs(path: Path) -> None:
+def build_initramfs(path: Path, wait_for: str = "/dev/nvme0n1") -> None:
     busybox = shutil.which("busybox")
     if busybox is None:
         raise RuntimeError("busybox-static is not installed")
@@ -114,7 +114,7 @@ def build_initramfs(path: Path) -> None:
         base = Path(rel).name
         names.append(base)
         entries.append((f"mods/{base}", stat.S_IFREG | 0o644, (MODULES / rel).read_bytes()))
-    init = INIT.replace("{modules}", " ".join(names)).encode()
+    init = INIT.replace("{modules}", " ".join(names)).replace("{wait_for}", wait_for).encode()
     entries.append(("init", stat.S_IFREG | 0o755, init))
     path.write_bytes(_cpio_newc(entries))
 
@@ -129,25 +129,30 @@ def run_guest(
     timeout_s: float = 300.0,
     cpu: str = "max",
 ) -> GuestRun:
-    """Boot, run ``job`` (a /bin/sh script, cwd = the share) in the guest, power off."""
+    """Boot, run ``job`` (a /bin/sh script, cwd = the share) in the guest, power off.
+
+    ``nvme_size_mib=0``: no NVMe drive (the guest does not wait for one)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     share = work_dir / "share"
     share.mkdir(exist_ok=True)
     (share / "job.sh").write_text(job, encoding="utf-8")
     initramfs = work_dir / "initramfs.cpio"
-    build_initramfs(initramfs)
+    build_initramfs(initramfs, "/dev/nvme0n1" if nvme_size_mib else "/dev/null")
     disk = work_dir / "nvme.img"
     with open(disk, "wb") as f:
         f.truncate(nvme_size_mib * 1024 * 1024)
+    nvme = [
+        "-drive", f"file={disk},if=none,id=nv0,format=raw",
+        "-device",
+        f"nvme,serial={serial},drive=nv0,logical_block_size={logical_block_size},"
+        f"physical_block_size={logical_block_size}",
+    ] if nvme_size_mib else []
     argv = [
         "qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-cpu", cpu, "-m", "1024", "-smp", "1",
         "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio",
         "-kernel", str(KERNEL), "-initrd", str(initramfs),
         "-append", "console=ttyS0 panic=-1 quiet loglevel=3",
-        "-drive", f"file={disk},if=none,id=nv0,format=raw",
-        "-device",
-        f"nvme,serial={serial},drive=nv0,logical_block_size={logical_block_size},"
-        f"physical_block_size={logical_block_size}",
+        *nvme,
         "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on",
         "-virtfs", f"local,path={share},mount_tag=out,security_model=none",
     ]

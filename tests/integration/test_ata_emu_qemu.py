@@ -39,7 +39,7 @@ i=0; while [ ! -s /run/out/ready ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); 
 dev=$(cat /run/out/ready)
 {body}
 """
-    return run_guest(job, work, nvme_size_mib=1, timeout_s=timeout_s)
+    return run_guest(job, work, nvme_size_mib=0, timeout_s=timeout_s)
 
 
 def erase(out: str, method: str = "") -> str:
@@ -63,16 +63,22 @@ def emu_log(run: GuestRun) -> str:
     return run.read("emu.log")
 
 
-def test_security_erase_normal_and_enhanced_verified(tmp_path: Path) -> None:
+def test_security_erase_normal_and_enhanced_verified_then_frozen(tmp_path: Path) -> None:
+    """One boot: two verified erases, then the real `hdparm --security-freeze` (what a
+    BIOS sends at power-on): an explicit security erase is refused naming allow_suspend,
+    the automatic choice falls back to SANITIZE BLOCK ERASE, verified."""
     work = tmp_path / "vm"
     make_drive(work / "share")
     run = boot(work, "\n".join([
         erase("normal", "ata-security-erase"), erase("enhanced", "ata-security-erase-enhanced"),
+        'hdparm --security-freeze "$dev" > freeze.txt 2>&1',
+        erase("explicit", "ata-security-erase"), erase("auto"),
     ]))
     log = ok(run)
     assert "normal rc=0" in log and "enhanced rc=0" in log, log[-3000:]
     for out, label in (("normal", "normal"), ("enhanced", "enhanced")):
         rec = record(run, out)
+        assert rec["method"] == f"ata-security-erase{'-enhanced' if out == 'enhanced' else ''}"
         assert rec["secure"] is True and rec["verified"] is True, rec
         verification = rec["verification"]
         assert isinstance(verification, dict)
@@ -84,19 +90,13 @@ def test_security_erase_normal_and_enhanced_verified(tmp_path: Path) -> None:
         assert "hdparm --user-master u --security-set-pass" in commands
     state = json.loads((run.share_dir / "drive/state.json").read_text())
     assert state["user_password"] is None and state["erase_count"] == 2
-
-
-def test_frozen_drive_refuses_security_erase_and_falls_back_to_sanitize(tmp_path: Path) -> None:
-    work = tmp_path / "vm"
-    make_drive(work / "share", frozen_at_power_on=True)
-    run = boot(work, "\n".join([erase("explicit", "ata-security-erase"), erase("auto")]))
-    ok(run)
+    assert "FREEZE LOCK: frozen" in emu_log(run)
     error = run.read("explicit/error.txt")
     assert "frozen" in error and "allow_suspend" in error, error
     rec = record(run, "auto")
     assert rec["method"] == "ata-sanitize-block" and rec["verified"] is True, rec
-    log = emu_log(run)
-    assert "SANITIZE BLOCK ERASE: done" in log and "SET PASSWORD" not in log
+    after_freeze = emu_log(run).split("FREEZE LOCK: frozen", 1)[1]
+    assert "SANITIZE BLOCK ERASE: done" in after_freeze and "SET PASSWORD" not in after_freeze
 
 
 def test_power_cut_after_set_password_is_recovered_next_boot(tmp_path: Path) -> None:
@@ -128,33 +128,26 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_locked_with_unknown_password_refused_nothing_written(tmp_path: Path) -> None:
+def test_locked_unknown_password_refused_untouched_then_expired(tmp_path: Path) -> None:
+    """A drive locked with a password nobody recorded: refused, not one write reaches it;
+    after five wrong `hdparm --security-unlock`: expired, refused with power-cycle advice."""
     work = tmp_path / "vm"
     drive = make_drive(work / "share")
     drive.write(0, b"user data".ljust(512, b"\0"))
     drive.nv.user_password = b"not-ours".ljust(32, b"\0").hex()
     drive._save()
     before = _sha(drive.data_path)
-    run = boot(work, erase("result"))
+    wrong = "\n".join(
+        f'hdparm --user-master u --security-unlock wrong{n} "$dev" > unlock{n}.txt 2>&1'
+        for n in range(5)
+    )
+    run = boot(work, "\n".join([erase("locked"), wrong, erase("expired")]))
     ok(run)
-    error = run.read("result/error.txt")
+    error = run.read("locked/error.txt")
     assert "locked" in error and "does not know" in error, error
     assert _sha(drive.data_path) == before
     assert "WRITE" not in emu_log(run)
-
-
-def test_expired_refused_with_power_cycle_advice(tmp_path: Path) -> None:
-    work = tmp_path / "vm"
-    drive = make_drive(work / "share")
-    drive.nv.user_password = b"not-ours".ljust(32, b"\0").hex()
-    drive._save()
-    wrong = "\n".join(
-        ['hdparm --user-master u --security-unlock wrong$n "$dev" > unlock$n.txt 2>&1'
-         .replace("$n", str(n)) for n in range(5)]
-    )
-    run = boot(work, wrong + "\n" + erase("result"))
-    ok(run)
-    error = run.read("result/error.txt")
+    error = run.read("expired/error.txt")
     assert "expired" in error and "power-cycle" in error, error
     assert "attempt counter expired" in emu_log(run)
     assert "Input/output error" in run.read("unlock0.txt")
