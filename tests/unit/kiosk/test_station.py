@@ -5,8 +5,10 @@ world's)."""
 
 from __future__ import annotations
 
+import io
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -259,3 +261,79 @@ def test_the_kiosk_screen_shows_each_drive_state() -> None:
     for needle in ("verifying", "erasing", "FAIL, removed", "the drive disappeared", "B1"):
         assert needle in text, text
     assert "waiting" not in text  # every drive had moved on
+
+
+def test_a_drive_plugged_in_before_the_station_starts_watching_is_not_missed(
+        tmp_path: Path) -> None:
+    """Plugged in after the kiosk's discovery at boot but before the station's first look at
+    /sys/block: no later change shows it, so the station must look once when it starts."""
+    world = World(present={"nvme0n1": drive("nvme0n1", "A1")})
+    lines: list[str] = []
+    st = station(world, config("all-eligible"), tmp_path, lines)
+    assert [o.consent_id for o in st.run()] == ["A1"]
+
+
+def test_discovery_while_a_drive_erases_probes_only_the_other_drives(tmp_path: Path) -> None:
+    """blkid without device arguments reads every block device: a drive in an ATA security
+    erase would hold it (and so the station) until its erase ends. The station's discovery
+    names the devices blkid may read: the drives not being erased and their partitions."""
+    from ssdbench.devices.lsblk import BLKID_ARGV
+    from ssdbench.system import Result
+
+    calls: list[tuple[str, ...]] = []
+
+    class Runner(ReplayRunner):
+        def run(self, argv: Sequence[str], **kw: object) -> Result:
+            calls.append(tuple(argv))
+            return Result(tuple(argv), 2, b"", b"", 0.0)
+
+    a, b = drive("sda", "A1"), drive("sdb", "B1")
+    world = World(present={"sda": a}, plug={3: b})
+    release = threading.Event()
+    lines: list[str] = []
+    st = station(world, config("all-eligible"), tmp_path, lines)
+    st.host = Host(Runner(), world)
+    partitions = {"/sys/block/sdb": ["sdb1", "queue", "size"]}
+    world.listdir = lambda path: (  # type: ignore[method-assign]
+        partitions.get(path) or sorted(world.present) if path.startswith("/sys/block")
+        else [])
+    world.exists = lambda path: path == "/sys/block/sdb/sdb1/partition"  # type: ignore[method-assign]
+
+    def discover(host: Host) -> list[Drive]:
+        host.runner.run(list(BLKID_ARGV), ok_codes=(0, 2))
+        return World.discover(world, host)
+
+    def start(job: DriveJob) -> DriveOutcome:
+        if job.drive.name == "sda":
+            release.wait(30)  # erasing until sdb was discovered
+        else:
+            release.set()
+        return finished(tmp_path, job.drive, None)
+
+    st.discover, st.start = discover, start
+    st.run()
+    blkids = [c for c in calls if c[0] == "blkid"]
+    assert blkids[0] == (*BLKID_ARGV, "/dev/sda")  # the first look: sda is not busy yet
+    assert (*BLKID_ARGV, "/dev/sdb", "/dev/sdb1") in blkids  # sda erasing: not read
+
+
+def test_the_lab_status_names_a_drive_plugged_in_later(tmp_path: Path) -> None:
+    """status.json (lab/live.py) knew only the drives found at boot: a station drive
+    showed with no serial."""
+    from ssdbench.kiosk.run import EventLines, _station_run
+    from ssdbench.lab.live import LiveStatus
+    from ssdbench.plan.journal import Journal
+
+    world = World(plug={2: drive("nvme0n1", "A1")})
+    lines: list[str] = []
+    st = station(world, config("all-eligible"), tmp_path, lines)
+    live = LiveStatus("bench-1", "erase", {})
+    out = io.StringIO()
+    outcomes = _station_run(st, [], tmp_path / "results", EventLines(out), live,
+                            factory=lambda: Host(ReplayRunner(), world), mirror=None,
+                            journal=Journal(tmp_path / "results" / "state.json"), svg=False,
+                            live=live)
+    assert [o.consent_id for o in outcomes] == ["A1"]  # failed: nothing was recorded
+    assert live.serials == {"nvme0n1": "A1"}
+    assert "ssdbench: station: nvme0n1 (A1) FAIL" in out.getvalue()
+    assert "FAIL" in (tmp_path / "results" / "kiosk.txt").read_text()

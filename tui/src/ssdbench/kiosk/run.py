@@ -432,7 +432,8 @@ def _run(jobs: list[DriveJob], root: Path, journal: Journal, out: TextIO,
                                     cancel=cancel, journal=journal, report_progress=True,
                                     svg=svg)
         return _station_run(station, jobs, root, lines, progress, factory=factory,
-                            mirror=mirror, journal=journal, svg=svg)
+                            mirror=mirror, journal=journal, svg=svg,
+                            live=None if store is None else store[1])
 
     if out.isatty():
         screen = Screen(out, board=None if station is None else station.board)
@@ -445,8 +446,8 @@ def _run(jobs: list[DriveJob], root: Path, journal: Journal, out: TextIO,
 
 def _station_run(station: Station, jobs: list[DriveJob], root: Path, lines: EventLines,
                  progress: Callable[[Progress], None], *, factory: Callable[[], Host],
-                 mirror: StickMirror | None, journal: Journal, svg: bool
-                 ) -> list[DriveOutcome]:
+                 mirror: StickMirror | None, journal: Journal, svg: bool,
+                 live: LiveStatus | None = None) -> list[DriveOutcome]:
     """The station's loop with the kiosk's plumbing: every event also to the board, every
     announcement a console line and kiosk.txt (mirrored to the stick)."""
     board = station.board
@@ -463,10 +464,15 @@ def _station_run(station: Station, jobs: list[DriveJob], root: Path, lines: Even
         if mirror is not None:
             mirror.request()
 
+    def start(job: DriveJob) -> DriveOutcome:
+        if live is not None:  # the lab's status.json names the drives plugged in later too
+            live.serials[job.drive.name] = job.drive.consent_id
+        return engine.run_job(factory(), job, results_root=root, progress=both,
+                              cancel=station.cancel, journal=journal, report_progress=True,
+                              svg=svg)
+
     station.say = say
-    station.start = lambda job: engine.run_job(
-        factory(), job, results_root=root, progress=both, cancel=station.cancel,
-        journal=journal, report_progress=True, svg=svg)
+    station.start = start
     for job in jobs:
         station.add(job)
     return station.run()

@@ -22,15 +22,24 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from ssdbench.devices import Drive, block_devices_signature
+from ssdbench.devices.lsblk import BLKID_ARGV
 from ssdbench.kiosk.config import KioskConfig, StationConfig, choose_drives
 from ssdbench.plan.engine import DriveJob, DriveOutcome
 from ssdbench.progress import Progress
-from ssdbench.system import Host, HostFS
+from ssdbench.system import (
+    CommandSink,
+    Host,
+    HostFS,
+    Result,
+    Runner,
+    RunningProcess,
+)
 
 WAITING = "waiting"
 ERASING = "erasing"
@@ -159,6 +168,41 @@ def _unset(job: DriveJob) -> DriveOutcome:
     raise RuntimeError(f"Station.start not set: {job.drive.name} not erased")
 
 
+class _OnlyRunner:
+    """The host's runner, where blkid (which without arguments reads every block device, a
+    drive in its erase too: an ATA security erase would hold it for hours) is given the
+    devices it may read: the disks ``fs`` lists and their partitions."""
+
+    def __init__(self, inner: Runner, fs: HostFS) -> None:
+        self.inner = inner
+        self.fs = fs
+
+    def _devices(self) -> list[str]:
+        paths = []
+        for name in sorted(self.fs.listdir("/sys/block")):
+            paths.append(f"/dev/{name}")
+            paths += [f"/dev/{part}" for part in sorted(self.fs.listdir(f"/sys/block/{name}"))
+                      if self.fs.exists(f"/sys/block/{name}/{part}/partition")]
+        return paths
+
+    def run(self, argv: Sequence[str], *, ok_codes: Sequence[int] = (0,),
+            timeout: float | None = 60.0, env: Mapping[str, str] | None = None) -> Result:
+        if tuple(argv) == BLKID_ARGV:
+            argv = [*argv, *self._devices()]
+        return self.inner.run(argv, ok_codes=ok_codes, timeout=timeout, env=env)
+
+    def stream(self, argv: Sequence[str], *, ok_codes: Sequence[int] = (0,),
+               env: Mapping[str, str] | None = None,
+               cwd: str | Path | None = None) -> RunningProcess:
+        return self.inner.stream(argv, ok_codes=ok_codes, env=env, cwd=cwd)
+
+    def add_sink(self, sink: CommandSink) -> None:
+        self.inner.add_sink(sink)
+
+    def remove_sink(self, sink: CommandSink) -> None:
+        self.inner.remove_sink(sink)
+
+
 @dataclass
 class Station:
     """The loop of station mode (see the module docstring). ``start(drive)`` runs the plan
@@ -220,7 +264,8 @@ class Station:
         with self._lock:
             busy = {name for name, _t in self._running.values()}
             busy_ids = set(self._running)
-        drives = self.discover(Host(self.host.runner, _OnlyFS(self.host.fs, busy)))
+        fs = _OnlyFS(self.host.fs, busy)
+        drives = self.discover(Host(_OnlyRunner(self.host.runner, fs), fs))
         for row in self.board.present({d.consent_id for d in drives} | busy_ids):
             self.say(f"station: {row.name} ({row.consent_id}) removed ({row.state})")
         new = [d for d in drives if d.consent_id not in self.seen]
@@ -255,9 +300,12 @@ class Station:
         running ones. Returns every drive's outcome in the order they finished."""
         idle_s = self.settings.idle_minutes * 60.0
         limit = "" if self.settings.drives is None else f", or after {self.settings.drives} drives"
+        # first the signature, then one look: a drive plugged in since the kiosk's discovery
+        # at boot is found now, one plugged in after this read at the next poll
+        last = block_devices_signature(self.host)
+        self.scan()
         self.say(f"station: waiting for drives (ends after {self.settings.idle_minutes:g} min "
                  f"with none running or plugged in{limit})")
-        last = block_devices_signature(self.host)
         last_activity = self.clock()
         ended = 0  # drives finished at the last look
         while not self.cancel.is_set():
