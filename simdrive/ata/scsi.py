@@ -84,7 +84,7 @@ class SatTarget:
                 0x08: self._rw, 0x0A: self._rw, 0x28: self._rw, 0x2A: self._rw,
                 0x88: self._rw, 0x8A: self._rw, 0x35: self._sync, 0x91: self._sync,
                 0x1B: self._tur, 0x1E: self._tur, ATA_16: self._passthrough,
-                ATA_12: self._passthrough, 0x03: self._request_sense,
+                ATA_12: self._passthrough, 0x03: self._request_sense, 0x42: self._unmap,
             }[op]
         except KeyError:
             return check(ILLEGAL_REQUEST, 0x20)  # INVALID COMMAND OPERATION CODE
@@ -104,13 +104,19 @@ class SatTarget:
         if cdb[1] & 1:
             page = cdb[2]
             if page == 0x00:
-                body = bytes([0x00, 0x80, 0x83, 0x89, 0xB1])
+                body = bytes([0x00, 0x80, 0x83, 0x89, 0xB0, 0xB1, 0xB2])
             elif page == 0x80:
                 body = cfg.serial.encode().rjust(20)
             elif page == 0x83:
                 body = bytes([0x01, 0x03, 0x00, 0x08]) + self.wwn.to_bytes(8, "big")
             elif page == 0x89:
                 body = self._ata_information()
+            elif page == 0xB0:  # Block Limits: UNMAP of up to 8 ranges of 0x400000 blocks
+                limits = bytearray(60)
+                struct.pack_into(">II", limits, 16, 0x400000, 8)
+                body = bytes(limits)
+            elif page == 0xB2:  # Logical Block Provisioning: UNMAP supported, zeros after
+                body = bytes([0x00, 0x80 | 0x04, 0x02, 0x00])
             elif page == 0xB1:
                 body = (1).to_bytes(2, "big") + bytes(58)  # non-rotating medium
             else:
@@ -146,6 +152,7 @@ class SatTarget:
         alloc = int.from_bytes(cdb[10:14], "big")
         body = bytearray(32)
         struct.pack_into(">QI", body, 0, self.drive.sectors - 1, SECTOR)
+        body[14] = 0x80 | 0x40  # LBPME (UNMAP), LBPRZ (unmapped blocks read zeros)
         return Reply(GOOD, bytes(body[:alloc]))
 
     def _mode_pages(self, page: int) -> bytes:
@@ -169,6 +176,21 @@ class SatTarget:
             return check(ILLEGAL_REQUEST, 0x24)
         out = (6 + len(body)).to_bytes(2, "big") + bytes(6) + body
         return Reply(GOOD, out[: (cdb[7] << 8) | cdb[8]])
+
+    def _unmap(self, cdb: bytes, data: bytes) -> Reply:
+        """SCSI UNMAP (blkdiscard, fstrim): the SAT translation of DSM TRIM."""
+        if self.drive.vol.locked:
+            return check(DATA_PROTECT, 0x20, 0x02)
+        ranges = []
+        for off in range(8, len(data) - 15, 16):
+            lba, count = struct.unpack_from(">QI", data, off)
+            if lba + count > self.drive.sectors:
+                return check(ILLEGAL_REQUEST, 0x21)
+            ranges.append((lba, count))
+        for lba, count in ranges:
+            self.drive.punch(lba * SECTOR, count * SECTOR)
+        self.log(f"UNMAP {len(ranges)} ranges, {sum(c for _, c in ranges)} blocks")
+        return Reply(GOOD)
 
     def _sync(self, cdb: bytes, data: bytes) -> Reply:
         return Reply(GOOD)

@@ -114,3 +114,14 @@ def test_sat_answer_is_what_hdparm_reads(tmp_path: Path) -> None:
     assert sb[1:4] == bytes([0x01, 0x00, 0x1D]) and sb[8 + 13] == 0x50
     bad = ata_return_sense(TaskFile(status=0x51, error=0x04))
     assert bad[1] == 0x0B and bad[8 + 3] == 0x04 and bad[8 + 13] & 0x01
+
+
+def test_scsi_unmap_punches_ranges_and_capacity_says_lbpme(tmp_path: Path) -> None:
+    d = new(tmp_path)
+    d.write(0, b"u" * 8192)
+    target = SatTarget(d)
+    params = bytes(8) + (0).to_bytes(8, "big") + (8).to_bytes(4, "big") + bytes(4)
+    assert target(bytes([0x42]) + bytes(9), params).status == 0
+    assert d.read(0, 4096) == bytes(4096) and d.read(4096, 4096) == b"u" * 4096
+    cap = target(bytes([0x9E, 0x10]) + bytes(8) + (32).to_bytes(4, "big") + bytes(2), b"")
+    assert cap.data[14] & 0x80
