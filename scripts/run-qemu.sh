@@ -30,6 +30,13 @@
 #     --keep-stick         boot the existing WORKDIR/stick.img again (e.g. after a power cut)
 #     --nvme-hotplug       put each NVMe drive behind its own PCIe root port (nvmeN-port), so
 #                          QMP device_del nvmeN unplugs it (on the root complex it cannot be)
+#     --netboot DIR        no stick: boot from the network like a lab's bench (docs/lab.md)
+#                          through QEMU's user-mode network: its DHCP and TFTP serve DIR
+#                          (made by scripts/netboot.sh: boot.ipxe loads the kernel and
+#                          initramfs over HTTP), an e1000 NIC (id nic0: QMP set_link cuts
+#                          it) with Debian's iPXE ROM; kernel arguments are in DIR/boot.ipxe.
+#                          The guest reaches the host's 127.0.0.1 as 10.0.2.2
+#     --net-hostname NAME  the host name QEMU's DHCP gives the guest (with --netboot)
 #     --direct             start the stick's own kernel and initramfs with QEMU's -kernel and
 #                          -initrd and the command line GRUB would give the stick's entry
 #                          (grubenv: --entry, --append); no firmware, no GRUB: about 20 s
@@ -44,6 +51,7 @@ image=$repo/build/dev-image/ssdbench-dev.img
 work=$repo/build/qemu
 uefi=0 entry= append= cmd= kiosk_config= results= timeout= batch= memory=2048 smp=2
 accel=${SSDBENCH_QEMU_ACCEL:-auto} keep_stick=0 verbose=0
+netboot='' net_hostname=''
 nvme_specs=() sata_specs=() puts=() prepare_only=0 nvme_hotplug=0 direct=0
 
 die() { echo "run-qemu: error: $*" >&2; exit 2; }
@@ -73,6 +81,8 @@ while (($#)); do
     --keep-stick) keep_stick=1 ;;
     --nvme-hotplug) nvme_hotplug=1 ;;
     --direct) direct=1 ;;
+    --netboot) netboot=$2; shift ;;
+    --net-hostname) net_hostname=$2; shift ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
@@ -82,7 +92,7 @@ done
 for tool in qemu-system-x86_64 mcopy sfdisk; do
     command -v "$tool" >/dev/null || die "missing $tool: scripts/install-deps.sh scripts/apt-packages-image.txt"
 done
-[[ -f $image ]] || die "no image $image (make dev-image)"
+[[ -n $netboot || -f $image ]] || die "no image $image (make dev-image)"
 case $entry in '' | interactive | kiosk | diagnose | serial | safe) ;; *) die "unknown --entry $entry" ;; esac
 # GRUB's eval would expand $ and eat quotes/backslashes: longer scripts go in with --put.
 [[ $cmd == *'"'* || $cmd == *\\* || $cmd == *'$'* ]] &&
@@ -91,76 +101,89 @@ mkdir -p "$work"
 work=$(cd "$work" && pwd)
 results=${results:-$work/results}
 
-stick=$work/stick.img
-if [[ $keep_stick -eq 0 || ! -f $stick ]]; then
-    cp --sparse=always "$image" "$stick"
-fi
+stick_dev=() net=() kernel_boot=()
+if [[ -n $netboot ]]; then
+    [[ -f $netboot/boot.ipxe ]] || die "--netboot: no $netboot/boot.ipxe (scripts/netboot.sh --out DIR)"
+    [[ -z $entry$append$cmd$kiosk_config && ${#puts[@]} -eq 0 && $direct -eq 0 && $prepare_only -eq 0 ]] ||
+        die "--netboot has no stick: no --entry, --append, --cmd, --kiosk-config, --put, --direct or --prepare-only (kernel arguments: scripts/netboot.sh --append)"
+    netboot=$(cd "$netboot" && pwd)
+    # e1000 with its iPXE ROM (Debian ipxe-qemu efi-e1000.rom: legacy and UEFI), -boot n
+    netdev="user,id=net0,tftp=$netboot,bootfile=boot.ipxe${net_hostname:+,hostname=$net_hostname}"
+    net=(-netdev "$netdev" -device "e1000,id=nic0,netdev=net0" -boot n)
+else
+    stick=$work/stick.img
+    if [[ $keep_stick -eq 0 || ! -f $stick ]]; then
+        cp --sparse=always "$image" "$stick"
+    fi
 
-# Byte offset of partition N of a disk image.
-part_offset() {
-    sfdisk --dump "$1" | awk -v n="$2" '
-        /^\// { i++; if (i == n) { sub(/.*start= */, ""); sub(/,.*/, ""); print $0 * 512; exit } }'
-}
-boot_off=$(part_offset "$stick" 1)
-res_off=$(part_offset "$stick" 2)
-[[ -n $boot_off && -n $res_off ]] || die "$image has no boot + results partitions"
-export MTOOLS_SKIP_CHECK=1
+    # Byte offset of partition N of a disk image.
+    part_offset() {
+        sfdisk --dump "$1" | awk -v n="$2" '
+            /^\// { i++; if (i == n) { sub(/.*start= */, ""); sub(/,.*/, ""); print $0 * 512; exit } }'
+    }
+    boot_off=$(part_offset "$stick" 1)
+    res_off=$(part_offset "$stick" 2)
+    [[ -n $boot_off && -n $res_off ]] || die "$image has no boot + results partitions"
+    export MTOOLS_SKIP_CHECK=1
 
-# GRUB environment: entry, no menu delay, extra kernel arguments.
-if [[ -n $cmd ]]; then append+=" ssdbench.cmd=\"$cmd\""; fi
-if [[ -n $entry || -n $append ]]; then
-    env_block=$work/grubenv
-    {
-        printf '# GRUB Environment Block\n'
-        [[ -n $entry ]] && printf 'ssdbench_default=%s\nssdbench_timeout=0\n' "$entry"
-        [[ -z $entry ]] && printf 'ssdbench_timeout=0\n'
-        [[ -n $append ]] && printf 'ssdbench_append=%s\n' "${append# }"
-    } >"$env_block"
-    size=$(stat -c %s "$env_block")
-    ((size <= 1024)) || die "kernel arguments too long for the GRUB environment block"
-    head -c $((1024 - size)) /dev/zero | tr '\0' '#' >>"$env_block"
-    mcopy -o -i "$stick@@$boot_off" "$env_block" ::/boot/grub/grubenv
-fi
-if [[ -n $kiosk_config ]]; then
-    [[ -f $kiosk_config ]] || die "no kiosk config $kiosk_config"
-    mcopy -o -i "$stick@@$res_off" "$kiosk_config" ::/ssdbench.toml
-fi
-for f in "${puts[@]}"; do
-    [[ -f $f ]] || die "--put: no file $f"
-    mcopy -o -i "$stick@@$res_off" "$f" "::/$(basename "$f")"
-done
-# --direct: the kernel, initramfs and command line of the entry the stick's GRUB would boot
-# (its grub.cfg with the grubenv that --entry/--append wrote, read back from the stick), as
-# WORKDIR/direct-vmlinuz, direct-initrd.img and direct-cmdline (also with --prepare-only:
-# tests that run QEMU themselves boot from those).
-kernel_boot=() stick_boot=,bootindex=0
-if [[ $direct -eq 1 ]]; then
-    stick_boot=  # -kernel takes boot index 0 itself
-    for f in boot/vmlinuz boot/initrd.img boot/grub/grub.cfg boot/grub/grubenv; do
-        mcopy -o -n -i "$stick@@$boot_off" "::/$f" "$work/direct-$(basename "$f")" 2>/dev/null ||
-            [[ $f == boot/grub/grubenv ]] || die "--direct: no /$f on the stick"
+    # GRUB environment: entry, no menu delay, extra kernel arguments.
+    if [[ -n $cmd ]]; then append+=" ssdbench.cmd=\"$cmd\""; fi
+    if [[ -n $entry || -n $append ]]; then
+        env_block=$work/grubenv
+        {
+            printf '# GRUB Environment Block\n'
+            [[ -n $entry ]] && printf 'ssdbench_default=%s\nssdbench_timeout=0\n' "$entry"
+            [[ -z $entry ]] && printf 'ssdbench_timeout=0\n'
+            [[ -n $append ]] && printf 'ssdbench_append=%s\n' "${append# }"
+        } >"$env_block"
+        size=$(stat -c %s "$env_block")
+        ((size <= 1024)) || die "kernel arguments too long for the GRUB environment block"
+        head -c $((1024 - size)) /dev/zero | tr '\0' '#' >>"$env_block"
+        mcopy -o -i "$stick@@$boot_off" "$env_block" ::/boot/grub/grubenv
+    fi
+    if [[ -n $kiosk_config ]]; then
+        [[ -f $kiosk_config ]] || die "no kiosk config $kiosk_config"
+        mcopy -o -i "$stick@@$res_off" "$kiosk_config" ::/ssdbench.toml
+    fi
+    for f in "${puts[@]}"; do
+        [[ -f $f ]] || die "--put: no file $f"
+        mcopy -o -i "$stick@@$res_off" "$f" "::/$(basename "$f")"
     done
-    env_file=$work/direct-grubenv
-    [[ -f $env_file ]] || : >"$env_file"
-    id=$(sed -n 's/^ssdbench_default=//p' "$env_file")
-    extra=$(sed -n 's/^ssdbench_append=//p' "$env_file")
-    cmdline=$(awk -v id="${id:-interactive}" -v extra="$extra" '
-        /^set ssdbench_base="/ { base = $0; sub(/^set ssdbench_base="/, "", base); sub(/"$/, "", base) }
-        $0 ~ "--id " id " [{]" { inside = 1 }
-        inside && /eval linux \/boot\/vmlinuz / {
-            line = $0; sub(/.*eval linux \/boot\/vmlinuz /, "", line)
-            gsub(/[$]ssdbench_base/, base, line); gsub(/[$]ssdbench_append/, extra, line)
-            print line; exit
-        }' "$work/direct-grub.cfg")
-    [[ -n $cmdline ]] || die "--direct: no menu entry ${id:-interactive} in the stick's grub.cfg"
-    printf '%s\n' "$cmdline" >"$work/direct-cmdline"
-    kernel_boot=(-kernel "$work/direct-vmlinuz" -initrd "$work/direct-initrd.img" -append "$cmdline")
-    say "direct kernel boot: $cmdline"
-fi
+    # --direct: the kernel, initramfs and command line of the entry the stick's GRUB would boot
+    # (its grub.cfg with the grubenv that --entry/--append wrote, read back from the stick), as
+    # WORKDIR/direct-vmlinuz, direct-initrd.img and direct-cmdline (also with --prepare-only:
+    # tests that run QEMU themselves boot from those).
+    kernel_boot=() stick_boot=,bootindex=0
+    if [[ $direct -eq 1 ]]; then
+        stick_boot=  # -kernel takes boot index 0 itself
+        for f in boot/vmlinuz boot/initrd.img boot/grub/grub.cfg boot/grub/grubenv; do
+            mcopy -o -n -i "$stick@@$boot_off" "::/$f" "$work/direct-$(basename "$f")" 2>/dev/null ||
+                [[ $f == boot/grub/grubenv ]] || die "--direct: no /$f on the stick"
+        done
+        env_file=$work/direct-grubenv
+        [[ -f $env_file ]] || : >"$env_file"
+        id=$(sed -n 's/^ssdbench_default=//p' "$env_file")
+        extra=$(sed -n 's/^ssdbench_append=//p' "$env_file")
+        cmdline=$(awk -v id="${id:-interactive}" -v extra="$extra" '
+            /^set ssdbench_base="/ { base = $0; sub(/^set ssdbench_base="/, "", base); sub(/"$/, "", base) }
+            $0 ~ "--id " id " [{]" { inside = 1 }
+            inside && /eval linux \/boot\/vmlinuz / {
+                line = $0; sub(/.*eval linux \/boot\/vmlinuz /, "", line)
+                gsub(/[$]ssdbench_base/, base, line); gsub(/[$]ssdbench_append/, extra, line)
+                print line; exit
+            }' "$work/direct-grub.cfg")
+        [[ -n $cmdline ]] || die "--direct: no menu entry ${id:-interactive} in the stick's grub.cfg"
+        printf '%s\n' "$cmdline" >"$work/direct-cmdline"
+        kernel_boot=(-kernel "$work/direct-vmlinuz" -initrd "$work/direct-initrd.img" -append "$cmdline")
+        say "direct kernel boot: $cmdline"
+    fi
 
-if [[ $prepare_only -eq 1 ]]; then
-    say "prepared $stick"
-    exit 0
+    if [[ $prepare_only -eq 1 ]]; then
+        say "prepared $stick"
+        exit 0
+    fi
+    stick_dev=(-drive "if=none,id=stick-blk,file=$stick,format=raw,cache=unsafe"
+        -device "usb-storage,id=stick,bus=xhci.0,drive=stick-blk,removable=on$stick_boot")
 fi
 
 # Drives.
@@ -261,10 +284,10 @@ qemu=(qemu-system-x86_64 -machine q35 -accel "$accel" "${cpu[@]}" -m "$memory" -
     -nodefaults -no-reboot -vga std -nic none "${firmware[@]}"
     -qmp "unix:$work/qmp.sock,server=on,wait=off"
     -device qemu-xhci,id=xhci
-    -drive "if=none,id=stick-blk,file=$stick,format=raw,cache=unsafe"
-    -device "usb-storage,id=stick,bus=xhci.0,drive=stick-blk,removable=on$stick_boot"
-    "${kernel_boot[@]}" "${qemu_drives[@]}")
-say "booting $(basename "$image") ($([[ $uefi -eq 1 ]] && echo UEFI || echo BIOS), $accel) in $work"
+    "${stick_dev[@]}" "${net[@]}" "${kernel_boot[@]}" "${qemu_drives[@]}")
+booted=$(basename "$image")
+[[ -z $netboot ]] || booted="from the network ($netboot)"
+say "booting $booted ($([[ $uefi -eq 1 ]] && echo UEFI || echo BIOS), $accel) in $work"
 [[ $accel == tcg ]] && say "no working KVM: TCG emulation, a boot takes about a minute"
 
 to=(); [[ -n $timeout ]] && to=(timeout --foreground -k 5 "$timeout")
@@ -290,6 +313,7 @@ set -e
 [[ $rc -eq 124 ]] && say "timeout after $timeout s: QEMU killed"
 if [[ $rc -ne 0 && $rc -ne 124 && -s $work/qemu.stderr ]]; then cat "$work/qemu.stderr" >&2; fi
 
+[[ -n $netboot ]] && exit "$rc"  # no stick, no results to copy
 # Results out of the stick's SSDRESULTS partition.
 rm -rf "$results"
 mkdir -p "$results"
