@@ -30,6 +30,9 @@
 #     --keep-stick         boot the existing WORKDIR/stick.img again (e.g. after a power cut)
 #     --nvme-hotplug       put each NVMe drive behind its own PCIe root port (nvmeN-port), so
 #                          QMP device_del nvmeN unplugs it (on the root complex it cannot be)
+#     --hotplug-ports N    N empty PCIe root ports (ids hotplug0, hotplug1, ...) for drives
+#                          added later: QMP blockdev-add, then device_add nvme with
+#                          bus=hotplugN (a PCIe device cannot be hot-added on the root complex)
 #     --netboot DIR        no stick: boot from the network like a lab's bench (docs/lab.md)
 #                          through QEMU's user-mode network: its DHCP and TFTP serve DIR
 #                          (made by scripts/netboot.sh: boot.ipxe loads the kernel and
@@ -52,7 +55,7 @@ work=$repo/build/qemu
 uefi=0 entry= append= cmd= kiosk_config= results= timeout= batch= memory=2048 smp=2
 accel=${SSDBENCH_QEMU_ACCEL:-auto} keep_stick=0 verbose=0
 netboot='' net_hostname=''
-nvme_specs=() sata_specs=() puts=() prepare_only=0 nvme_hotplug=0 direct=0
+nvme_specs=() sata_specs=() puts=() prepare_only=0 nvme_hotplug=0 direct=0 hotplug_ports=0
 
 die() { echo "run-qemu: error: $*" >&2; exit 2; }
 say() { echo "run-qemu: $*" >&2; }
@@ -83,6 +86,7 @@ while (($#)); do
     --direct) direct=1 ;;
     --netboot) netboot=$2; shift ;;
     --net-hostname) net_hostname=$2; shift ;;
+    --hotplug-ports) hotplug_ports=$2; shift ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
@@ -234,6 +238,10 @@ add_drive() { # kind index spec
 }
 for i in "${!nvme_specs[@]}"; do add_drive nvme "$i" "${nvme_specs[$i]}"; done
 for i in "${!sata_specs[@]}"; do add_drive sata "$i" "${sata_specs[$i]}"; done
+[[ $hotplug_ports =~ ^[0-9]+$ ]] || die "--hotplug-ports N: a number, got $hotplug_ports"
+for ((i = 0; i < hotplug_ports; i++)); do  # chassis apart from the --nvme-hotplug ports'
+    qemu_drives+=(-device "pcie-root-port,id=hotplug$i,chassis=$((100 + i)),slot=$((100 + i))")
+done
 
 # Accelerator: KVM only where it really runs a kernel (/dev/kvm can exist, run the firmware
 # and still hang once Linux starts); TCG otherwise. The probe boots a kernel with no root

@@ -140,6 +140,29 @@ def qmp(sock_path: Path, commands: Sequence[QmpCommand], timeout_s: float = 30.0
         return replies[1:]
 
 
+def nvme_hot_add(qemu_id: str, image: Path, serial: str, port: str,
+                 iops: int | None = None) -> list[QmpCommand]:
+    """QMP commands that plug an NVMe drive backed by ``image`` (a raw file) into the empty
+    root port ``port`` (run-qemu.sh --hotplug-ports): the backing node first, then the
+    device. ``iops``: reads and writes throttled to that many a second (QEMU's Format NVM
+    is instant whatever the limit; the erase's marker writes and read-backs are not), so an
+    erase lasts long enough to pull the drive in its middle."""
+    node: dict[str, Any] = {"driver": "raw", "node-name": f"{qemu_id}-blk", "discard": "unmap",
+                            "file": {"driver": "file", "filename": str(image)}}
+    cmds: list[QmpCommand] = []
+    if iops is not None:
+        cmds.append({"execute": "object-add", "arguments": {
+            "qom-type": "throttle-group", "id": f"{qemu_id}-tg",
+            "limits": {"iops-total": iops}}})
+        node = {"driver": "throttle", "node-name": f"{qemu_id}-blk",
+                "throttle-group": f"{qemu_id}-tg", "file": {**node, "node-name": f"{qemu_id}-raw"}}
+    cmds.append({"execute": "blockdev-add", "arguments": node})
+    cmds.append({"execute": "device_add", "arguments": {
+        "driver": "nvme", "id": qemu_id, "drive": f"{qemu_id}-blk", "bus": port,
+        "serial": serial}})
+    return cmds
+
+
 @dataclass(frozen=True)
 class Boot:
     """One finished QEMU boot."""
@@ -218,6 +241,7 @@ def boot(
     timeout_s: int = BOOT_TIMEOUT_S,
     qmp_at: tuple[QmpAt, ...] = (),
     nvme_hotplug: bool = False,
+    hotplug_ports: int = 0,
     direct: bool = False,
 ) -> Boot:
     """Boot ``image`` as a USB stick with the given drives plus a patterned bystander SATA
@@ -225,7 +249,8 @@ def boot(
 
     ``qmp_at``: QMP commands sent when a serial line first matches (e.g. ``device_del`` of a
     drive mid-run); ``nvme_hotplug``: NVMe drives behind PCIe root ports, so they can be
-    unplugged; ``direct``: the stick's kernel started by QEMU (run-qemu.sh --direct: no
+    unplugged; ``hotplug_ports``: that many empty PCIe root ports (hotplug0, ...) for drives
+    added later with QMP (:func:`nvme_hot_add`); ``direct``: the stick's kernel started by QEMU (run-qemu.sh --direct: no
     firmware, no GRUB; for tests about what follows the boot)."""
     workdir.mkdir(parents=True, exist_ok=True)
     bystander = workdir / "bystander.img"
@@ -250,6 +275,8 @@ def boot(
     argv = [*base, "--keep-stick"]
     if nvme_hotplug:
         argv.append("--nvme-hotplug")
+    if hotplug_ports:
+        argv += ["--hotplug-ports", str(hotplug_ports)]
     if direct:
         argv.append("--direct")
     for spec in nvme:
