@@ -105,6 +105,9 @@ class StoreUploader:
         self._delay = backoff_s
         self._status_due = 0.0
         self.last_error: str | None = None
+        self.outages = 0  # times the store went from working to failing
+        self.last_failure: str | None = None
+        self.last_failure_at: str | None = None
         self.sent_total = 0
         self.pending = 0
         self.journal = self._load_journal()
@@ -237,7 +240,9 @@ class StoreUploader:
         doc = dict(self._status()) if self._status is not None else {}
         doc.setdefault("bench", self.bench)
         doc["time"] = utc_now()
-        doc["store"] = {"sent_files": self.sent_total, "last_error": self.last_error}
+        doc["store"] = {"sent_files": self.sent_total, "last_error": self.last_error,
+                        "outages": self.outages, "last_failure": self.last_failure,
+                        "last_failure_at": self.last_failure_at}
         with self._lock:
             try:
                 self.store.put(self.status_key, json.dumps(doc, indent=1).encode(),
@@ -249,6 +254,9 @@ class StoreUploader:
 
     def _failed(self, why: str) -> None:
         why = scrub(why, self.cfg.secrets())
+        if self.last_error is None:
+            self.outages += 1
+        self.last_failure, self.last_failure_at = why, utc_now()
         if why != self.last_error:
             self.say(f"store {self.cfg.describe()}: {why}; results kept in RAM "
                      f"({self.results_dir}), retrying")
