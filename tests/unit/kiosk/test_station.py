@@ -337,3 +337,21 @@ def test_the_lab_status_names_a_drive_plugged_in_later(tmp_path: Path) -> None:
     assert live.serials == {"nvme0n1": "A1"}
     assert "ssdbench: station: nvme0n1 (A1) FAIL" in out.getvalue()
     assert "FAIL" in (tmp_path / "results" / "kiosk.txt").read_text()
+
+
+def test_the_announcement_is_one_line_naming_the_record_in_the_results_folder(
+        tmp_path: Path) -> None:
+    """The engine's error carries the tool's stderr on further lines, and the run folder is
+    in RAM (/run/ssdbench/ram/...): kiosk.txt, read on the stick, gets one line per drive
+    and the record's place inside the results folder."""
+    world = World(plug={2: drive("nvme0n1", "A1")}, pull={5: "nvme0n1"})
+    lines: list[str] = []
+    st = station(world, config("all-eligible"), tmp_path, lines)
+    st.start = lambda job: finished(tmp_path, job.drive,
+                                    "erase record FAIL: dd exit code 1\n  dd: failed to open")
+    st.run()
+    (row,) = st.board.rows()
+    assert row.detail == ("erase record FAIL: dd exit code 1 dd: failed to open; "
+                          "record A1/erase/erase-record.json")
+    assert all("\n" not in line for line in station_lines(st.board.rows()))
+    assert any(line.endswith("record A1/erase/erase-record.json") for line in lines)

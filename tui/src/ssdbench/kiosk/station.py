@@ -117,11 +117,12 @@ class StationBoard:
 
 
 def record_summary(outcome: DriveOutcome) -> tuple[bool, str]:
-    """PASS or FAIL of a finished drive and what to say: the record's category, method and
-    file (or the reason it failed), from the erase run's run.json."""
+    """PASS or FAIL of a finished drive and what to say, on one line: the record's category,
+    method and file (drive folder/run/erase-record.json, as found in the results folder on
+    the stick), or the reason it failed, from the erase run's run.json."""
     run = outcome.runs[-1] if outcome.runs else None
     passed = outcome.state == "done"
-    reason = "" if run is None or run.error is None else str(run.error)
+    reason = "" if run is None or run.error is None else " ".join(str(run.error).split())
     if run is None or run.run_dir is None:
         return passed, reason or "no record written"
     try:
@@ -129,15 +130,13 @@ def record_summary(outcome: DriveOutcome) -> tuple[bool, str]:
     except (OSError, ValueError):
         data = {}
     rec = data.get("erase_record") if isinstance(data, dict) else None
-    where = run.run_dir / "erase-record.json"
+    where = f"{run.run_dir.parent.name}/{run.run_dir.name}/erase-record.json"
     if not isinstance(rec, dict):
-        return passed, f"{reason or 'no record written'}"
+        return passed, reason or "no record written"
     signed = "signed" if rec.get("signed") else "UNSIGNED"
     method = (data.get("erase") or {}).get("method") if isinstance(data, dict) else None
     what = f"{rec.get('category') or 'no category'}, {method or 'no method'}, {signed}"
-    if passed:
-        return True, f"{what}; record {where}"
-    return False, f"{reason}; record {where}"
+    return passed, f"{what if passed else reason}; record {where}"
 
 
 class _OnlyFS:
