@@ -4,11 +4,13 @@ guest: configfs, tcm_loop, then answer commands until the machine stops)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
 from simdrive.ata.drive import AtaDrive, Config
+from simdrive.ata.nbd import NbdBackend
 from simdrive.ata.scsi import SatTarget
 from simdrive.ata.tcmu import Ring, attach_loopback, create_backstore, find_block_device
 
@@ -30,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("dir", type=Path)
     s.add_argument("--ready", type=Path, required=True, help="write the /dev/sdX here when up")
     s.add_argument("--log", type=Path, required=True, help="one line per ATA command")
+    s.add_argument("--nbd", default="", metavar="SOCKET",
+                   help="keep the data in simdrive (scripts/simdrive start's DIR/nbd.sock) "
+                   "instead of DIR/data.img")
     args = p.parse_args(argv)
     if args.cmd == "create":
         drive = AtaDrive.create(args.dir, Config(
@@ -40,7 +45,14 @@ def main(argv: list[str] | None = None) -> int:
             drive.nv.user_password = args.user_password.encode().ljust(32, b"\0").hex()
             drive._save()
         return 0
-    drive = AtaDrive(args.dir)
+    backend = None
+    if args.nbd:
+        backend = NbdBackend(args.nbd)
+        cfg = json.loads((args.dir / "config.json").read_text())
+        if backend.size != cfg["size_bytes"]:
+            p.error(f"{args.nbd}: the NBD export has {backend.size} bytes, the drive "
+                    f"{cfg['size_bytes']}")
+    drive = AtaDrive(args.dir, backend)
     log = open(args.log, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives until power-off
 
     def emit(line: str) -> None:

@@ -18,6 +18,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simdrive.ata.nbd import Backend, FileBackend
+
 SECTOR = 512
 MAX_TRIES = 5
 
@@ -107,16 +109,16 @@ def _ata_string(text: str, words: int) -> list[int]:
 
 
 class AtaDrive:
-    def __init__(self, folder: Path) -> None:
+    """``backend``: where the data lives (default: the sparse ``data.img`` in the folder;
+    :class:`simdrive.ata.nbd.NbdBackend` for simdrive's FTL)."""
+
+    def __init__(self, folder: Path, backend: Backend | None = None) -> None:
         self.folder = folder
         self.config = Config(**json.loads((folder / "config.json").read_text()))
         state = folder / "state.json"
         self.nv = Persistent(**json.loads(state.read_text())) if state.exists() else Persistent()
         self.data_path = folder / "data.img"
-        if not self.data_path.exists():
-            with open(self.data_path, "wb") as f:
-                f.truncate(self.config.size_bytes)
-        self.fd = os.open(self.data_path, os.O_RDWR)
+        self.data: Backend = backend or FileBackend(self.data_path, self.config.size_bytes)
         self.vol = Volatile()
         self.power_on()
 
@@ -256,7 +258,7 @@ class AtaDrive:
         if cmd in (CHECK_POWER_MODE,):
             return Outcome(TaskFile(count=0xFF), note="CHECK POWER MODE: active")
         if cmd in (FLUSH_CACHE, FLUSH_CACHE_EXT):
-            os.fsync(self.fd)
+            self.data.flush()
             return Outcome(TaskFile(), note="FLUSH CACHE")
         return _abort(f"command {cmd:#04x} not implemented")
 
@@ -404,41 +406,21 @@ class AtaDrive:
         return Outcome(TaskFile(), note=f"TRIM: {ranges} ranges")
 
     def _erase_all(self) -> None:
-        self.punch(0, self.config.size_bytes)
+        self.data.erase_all()
 
     def punch(self, offset: int, length: int) -> None:
-        """Deallocate: the sparse file's hole reads back as zeros."""
-        length = max(0, min(length, self.config.size_bytes - offset))
-        if length:
-            _punch_hole(self.fd, offset, length)
+        """Deallocate (TRIM): reads back as zeros."""
+        self.data.trim(offset, length)
 
     def read(self, offset: int, length: int) -> bytes:
-        data = os.pread(self.fd, length, offset)
-        return data.ljust(length, b"\0")
+        return self.data.read(offset, length)
 
     def write(self, offset: int, data: bytes) -> None:
-        os.pwrite(self.fd, data, offset)
+        self.data.write(offset, data)
 
 
 def _abort(note: str) -> Outcome:
     return Outcome(TaskFile(status=DRDY | ERR, error=ABRT), note=note)
-
-
-def _punch_hole(fd: int, offset: int, length: int) -> None:
-    import ctypes
-    import ctypes.util
-
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    falloc_fl_keep_size, falloc_fl_punch_hole = 0x01, 0x02
-    rc = libc.fallocate(fd, falloc_fl_keep_size | falloc_fl_punch_hole,
-                        ctypes.c_long(offset), ctypes.c_long(length))
-    if rc != 0:  # a filesystem without hole punching (e.g. 9p): write zeros
-        zeros = bytes(1 << 20)
-        end = offset + length
-        while offset < end:
-            n = min(len(zeros), end - offset)
-            os.pwrite(fd, zeros[:n], offset)
-            offset += n
 
 
 def _power_cut() -> None:

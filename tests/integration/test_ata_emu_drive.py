@@ -3,7 +3,10 @@ hdparm reads from them is checked end to end in test_ata_emu_qemu.py."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from simdrive.ata import drive as ata
 from simdrive.ata.drive import AtaDrive, Config, TaskFile
@@ -125,3 +128,28 @@ def test_scsi_unmap_punches_ranges_and_capacity_says_lbpme(tmp_path: Path) -> No
     assert d.read(0, 4096) == bytes(4096) and d.read(4096, 4096) == b"u" * 4096
     cap = target(bytes([0x9E, 0x10]) + bytes(8) + (32).to_bytes(4, "big") + bytes(2), b"")
     assert cap.data[14] & 0x80
+
+
+@pytest.mark.slow
+def test_nbd_backend_on_simdrive_erase_resets_the_ftl(tmp_path: Path) -> None:
+    """The data in simdrive (nbdkit on a unix socket, as `scripts/simdrive start`): reads,
+    writes and TRIM go over NBD, and ERASE UNIT resets the FTL (truth.jsonl 'sanitize')."""
+    from simdrive.ata.nbd import NbdBackend
+    from simdrive.cli import running
+
+    size = 64 << 20  # the enterprise preset's smallest drive is 58 MiB
+    with running(tmp_path / "sim", "enterprise", size, attach_loop=False) as (sock, _):
+        backend = NbdBackend(str(sock))
+        assert backend.size == size
+        d = AtaDrive.create(tmp_path / "drive", Config(size_bytes=size))
+        d = AtaDrive(d.folder, backend)
+        d.write(1 << 20, b"m" * 4096)
+        assert d.read(1 << 20, 4096) == b"m" * 4096
+        run(d, ata.SET_PASS, sec_data())
+        run(d, ata.ERASE_PREPARE)
+        assert run(d, ata.ERASE_UNIT, sec_data()).ok
+        assert d.read(1 << 20, 4096) == bytes(4096)
+        backend.flush()
+    lines = (tmp_path / "sim" / "truth.jsonl").read_text().splitlines()
+    events = [json.loads(line).get("event") for line in lines]
+    assert "sanitize" in events

@@ -28,17 +28,28 @@ def make_drive(share: Path, **config: object) -> AtaDrive:
     return AtaDrive.create(share / "drive", Config(serial=SERIAL, **config))  # type: ignore[arg-type]
 
 
-def boot(work: Path, body: str, timeout_s: float = 240.0) -> GuestRun:
-    """Start the emulator in the guest, wait for its /dev/sdX ($dev), run ``body``."""
+def boot(work: Path, body: str, timeout_s: float = 240.0, simdrive: str = "") -> GuestRun:
+    """Start the emulator in the guest, wait for its /dev/sdX ($dev), run ``body``.
+
+    ``simdrive``: a preset; the data then lives in simdrive (nbdkit in the guest, its
+    truth.jsonl copied to the share at the end) instead of the share's data.img."""
+    size = json.loads((work / "share/drive/config.json").read_text())["size_bytes"]
+    sim = f"""sh {REPO}/scripts/simdrive start --preset {simdrive} --size {size} \
+  --fob-iops 1000 --dir /run/tmp/sim > /run/out/simdrive.out 2>&1 || exit 3
+nbd="--nbd /run/tmp/sim/nbd.sock"
+""" if simdrive else 'nbd=""\n'
+    stop = f"""sh {REPO}/scripts/simdrive stop --dir /run/tmp/sim --keep-data >> /run/out/simdrive.out 2>&1
+cp /run/tmp/sim/truth.jsonl /run/out/truth.jsonl
+""" if simdrive else ""
     job = f"""
 export PYTHONPATH={REPO} PYTHONDONTWRITEBYTECODE=1
 rm -f /run/out/ready
-{PY} -m simdrive.ata serve /run/out/drive --ready /run/out/ready --log /run/out/emu.log \
-  > /run/out/serve.out 2>&1 &
+{sim}{PY} -m simdrive.ata serve /run/out/drive --ready /run/out/ready --log /run/out/emu.log \
+  $nbd > /run/out/serve.out 2>&1 &
 i=0; while [ ! -s /run/out/ready ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 dev=$(cat /run/out/ready)
 {body}
-"""
+{stop}"""
     return run_guest(job, work, nvme_size_mib=0, timeout_s=timeout_s)
 
 
@@ -66,14 +77,15 @@ def emu_log(run: GuestRun) -> str:
 def test_security_erase_normal_and_enhanced_verified_then_frozen(tmp_path: Path) -> None:
     """One boot: two verified erases, then the real `hdparm --security-freeze` (what a
     BIOS sends at power-on): an explicit security erase is refused naming allow_suspend,
-    the automatic choice falls back to SANITIZE BLOCK ERASE, verified."""
+    the automatic choice falls back to SANITIZE BLOCK ERASE, verified. The data lives in
+    simdrive: each erase resets its FTL (a 'sanitize' in its truth.jsonl)."""
     work = tmp_path / "vm"
-    make_drive(work / "share")
+    make_drive(work / "share", size_bytes=64 << 20)  # simdrive enterprise: 58 MiB at least
     run = boot(work, "\n".join([
         erase("normal", "ata-security-erase"), erase("enhanced", "ata-security-erase-enhanced"),
         'hdparm --security-freeze "$dev" > freeze.txt 2>&1',
         erase("explicit", "ata-security-erase"), erase("auto"),
-    ]))
+    ]), simdrive="enterprise")
     log = ok(run)
     assert "normal rc=0" in log and "enhanced rc=0" in log, log[-3000:]
     for out, label in (("normal", "normal"), ("enhanced", "enhanced")):
@@ -97,6 +109,10 @@ def test_security_erase_normal_and_enhanced_verified_then_frozen(tmp_path: Path)
     assert rec["method"] == "ata-sanitize-block" and rec["verified"] is True, rec
     after_freeze = emu_log(run).split("FREEZE LOCK: frozen", 1)[1]
     assert "SANITIZE BLOCK ERASE: done" in after_freeze and "SET PASSWORD" not in after_freeze
+    events = [json.loads(line).get("event") for line in run.read("truth.jsonl").splitlines()]
+    assert events.count("sanitize") == 3, events  # normal, enhanced, sanitize block
+    # the markers went to simdrive, not to the share's data.img
+    assert (run.share_dir / "drive/data.img").read_bytes().count(0) == 64 << 20
 
 
 def test_power_cut_after_set_password_is_recovered_next_boot(tmp_path: Path) -> None:
