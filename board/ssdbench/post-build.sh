@@ -33,6 +33,13 @@ if [[ ! -e $fonts/ssdbench.psf.gz ]]; then
         done
     done
 fi
+# botocore/boto3 carry the models of every AWS service (28 MB, a fifth of the initramfs); a
+# bench talks to S3 only (lab/store.py, docs/lab.md): keep the s3 models and the top-level
+# endpoint/retry files.
+for data in "$target"/usr/lib/python3*/*-packages/botocore/data \
+            "$target"/usr/lib/python3*/*-packages/boto3/data; do
+    [[ -d $data ]] && find "$data" -mindepth 1 -maxdepth 1 -type d ! -name s3 -exec rm -rf {} +
+done
 # /etc/ssdbench-image-id names the build in every log (rcS) and on the stick (post-image.sh).
 # The dev image writes its own (a hash of all its inputs) before calling this script; the
 # Buildroot image gets "<version>-<hash of the image's inputs from this repository>".

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,29 @@ def test_dev_image_busybox_has_the_mdev_daemon() -> None:
     assert busybox, "busybox missing: apt-get install busybox-static (make deps)"
     done = subprocess.run([busybox, "mdev", "--help"], capture_output=True, text=True, check=False)
     assert re.search(r"^\s*-d\s+Daemon", done.stdout + done.stderr, re.M), done.stderr
+
+
+def test_botocore_keeps_the_s3_models_and_an_s3_client_still_starts(tmp_path: Path) -> None:
+    """post-build.sh drops the models of every AWS service but S3 (28 MB of the initramfs);
+    boto3 from that tree still makes an S3 client (the test venv's boto3/botocore, laid out
+    as Buildroot's python3.14 site-packages)."""
+    import boto3
+    import botocore
+
+    target = _rootfs(tmp_path)
+    site = target / "usr" / "lib" / "python3.14" / "site-packages"
+    for module in (boto3, botocore):
+        shutil.copytree(Path(module.__file__).parent, site / module.__name__)
+    assert len(list((site / "botocore" / "data").iterdir())) > 100
+    _post_build(target)
+    kept = sorted(p.name for p in (site / "botocore" / "data").iterdir() if p.is_dir())
+    assert kept == ["s3"]
+    assert sorted(p.name for p in (site / "boto3" / "data").iterdir()) == ["s3"]
+    assert (site / "botocore" / "data" / "endpoints.json").is_file()
+    code = ("import boto3; c = boto3.session.Session().client('s3', endpoint_url="
+            "'http://127.0.0.1:9', region_name='us-east-1', aws_access_key_id='k', "
+            "aws_secret_access_key='s'); print(c.meta.service_model.service_name)")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.stdout.strip() == "s3", done.stderr
