@@ -125,6 +125,10 @@ def test_the_plugged_in_drive_is_erased_verified_and_recorded(
                              capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert record["signature"]["fingerprint"] in checked.stdout
+    # the printable certificate beside it, in both formats (WeasyPrint runs in the image)
+    pdf = (path.parent / "erase-certificate.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF-") and len(pdf) > 5000
+    assert KEPT in (path.parent / "erase-certificate.html").read_text()
     line = next(ln for ln in b.serial.splitlines() if f"nvme1n1 ({KEPT}) PASS" in ln)
     assert "Purge, nvme-format-user-data, signed" in line, line
 
