@@ -117,6 +117,7 @@ def test_the_plugged_in_drive_is_erased_verified_and_recorded(
     assert record["sanitization"]["method"] == "nvme-format-user-data"
     assert record["drive"]["serial"] == KEPT
     assert record["people"]["operator"] == "E2E Operator"
+    assert "ssdbench image " in record["tools"]["image"]  # /etc/ssdbench-image-id
     assert record["verification"]["result"] == "passed"
     assert record["verification"]["sampled"] == 16 and record["verification"]["survivors"] == []
     entry = Path(sys.executable).with_name("ssdbench")

@@ -46,7 +46,8 @@ def test_ata_erase_run_writes_a_purge_record_with_the_hpa_warning(tmp_path: Path
         erased.append(" ".join(runner.calls[-1]))  # what ran last before the erase
         return ERASE
 
-    ctx = RunContext(host=Host(runner, FakeFS()), run_dir=run_dir, drive_name="sda",
+    fs = FakeFS({"/etc/ssdbench-image-id": "5c5b97aa1f89677e\n"})
+    ctx = RunContext(host=Host(runner, fs), run_dir=run_dir, drive_name="sda",
                      run_name="erase", target=Target("/dev/sda", "block", "sda",
                                                      SECTORS * 512),
                      params=RunParams(operator="A. Tester"), record=record,
@@ -63,6 +64,7 @@ def test_ata_erase_run_writes_a_purge_record_with_the_hpa_warning(tmp_path: Path
     assert rec["hidden_areas"]["ata"]["dco_error"]
     assert any(w.startswith("HPA enabled") for w in rec["warnings"])
     assert rec["tools"]["hdparm"] == "hdparm v9.65"
+    assert rec["tools"]["image"] == "ssdbench image 5c5b97aa1f89677e"  # the id rcS logs
     assert rec["health"]["before"]["available"] is False
     assert rec["people"]["operator"] == "A. Tester"
     assert rec["signature"]["unsigned"] is True

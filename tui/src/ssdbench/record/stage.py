@@ -35,11 +35,15 @@ def _version(host: Host, argv: list[str]) -> str | None:
 
 
 def _image(host: Host) -> str | None:
+    """The image's id (/etc/ssdbench-image-id: both images write it, the same text rcS logs
+    at boot), after the OS name when os-release has one."""
     text = host.fs.read_text("/etc/os-release") or ""
     fields = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
     name = fields.get("PRETTY_NAME", "").strip('"')
     build = fields.get("BUILD_ID", fields.get("IMAGE_VERSION", "")).strip('"')
-    return " ".join(p for p in (name, build) if p) or None
+    image_id = (host.fs.read_text("/etc/ssdbench-image-id") or "").strip()
+    ours = f"ssdbench image {image_id}" if image_id else ""
+    return " ".join(p for p in (name, build, ours) if p) or None
 
 
 def tool_versions(ctx: RunContext, transport: str) -> dict[str, Any]:
