@@ -11,7 +11,8 @@ server (``ssdbench.config=http://...``) and the results go to s3proxy on 127.0.0
   guest wrote (the guest prints each results file's SHA-256 on the serial console at the
   end, ``ssdbench.manifest=1``), nothing is missing.
 * Bench 2 (named by ``ssdbench.bench=``) runs the diagnose plan: a second bench in the same
-  store; ``ssdbench fleet`` builds one page of both.
+  store; ``ssdbench fleet`` builds one page of both. Its config server is started only once
+  the console said the kiosk waits for it (connection refused): the fetch retries.
 * Bench 3 has a wrong secret key: a clear console line, results kept in RAM, nothing of it
   in the bucket (QEMU is stopped there: with no stick the bench would retry for ever).
 
@@ -27,6 +28,7 @@ import http.server
 import io
 import json
 import re
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,9 +88,9 @@ def kiosk_config(plan: str, serial: str, s3_port: int, *, secret: str = SECRET,
 class Http:
     """A static HTTP server of this test on 127.0.0.1 (kernel, initramfs, configs)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, port: int = 0) -> None:
         handler = functools.partial(_Quiet, directory=str(root))
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.port = int(self.httpd.server_address[1])
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.1,),
                                        daemon=True)
@@ -116,32 +118,45 @@ def lab(tmp_path_factory: pytest.TempPathFactory, dev_image: Path) -> Iterator[d
     make_bucket(s3, BUCKET)
     www = base / "www"
     www.mkdir()
+    # a copy of the image's kernel and initramfs: another test may rebuild the image while
+    # a bench here loads them
+    image = base / "image"
+    image.mkdir()
+    for name in ("vmlinuz", "initrd.img", "image-id"):
+        shutil.copyfile(DEV_IMAGE_DIR / name, image / name)
     http_server = Http(www)
+    late: list[Http] = []  # servers a test starts while a guest waits
     try:
-        yield {"base": base, "s3": s3, "www": www, "http": http_server}
+        yield {"base": base, "s3": s3, "www": www, "http": http_server, "late": late,
+               "image": image}
     finally:
-        http_server.stop()
+        for server in [http_server, *late]:
+            server.stop()
         s3.stop()
 
 
 def netboot(lab: dict[str, Any], name: str, config: str, *, append: str = "",
             hostname: str | None = None, nvme: tuple[str, ...] = (),
-            qmp_at: tuple[QmpAt, ...] = ()) -> tuple[int, str, tuple[QmpFired, ...], Path]:
-    """One bench booted from the network with ``config`` as its kiosk config over HTTP;
-    returns QEMU's exit code, the serial console, what the QMP triggers did, the workdir."""
+            qmp_at: tuple[QmpAt, ...] = (), config_port: int | None = None,
+            ) -> tuple[int, str, tuple[QmpFired, ...], Path]:
+    """One bench booted from the network with ``config`` as its kiosk config over HTTP
+    (from the server on ``config_port`` when given, else the boot server); returns QEMU's
+    exit code, the serial console, what the QMP triggers did, the workdir."""
     work = lab["base"] / name
     work.mkdir()
     www: Path = lab["www"]
     (www / f"{name}.toml").write_text(config)
     http_server: Http = lab["http"]
     tftp = www / name  # boot.ipxe for QEMU's TFTP; kernel and initramfs as links, over HTTP
-    cmdline = (f"ssdbench.config={http_server.guest_url(name + '.toml')} ssdbench.poweroff=1 "
+    config_url = (http_server.guest_url(f"{name}.toml") if config_port is None
+                  else f"http://{GUEST_HOST}:{config_port}/{name}.toml")
+    cmdline = (f"ssdbench.config={config_url} ssdbench.poweroff=1 "
                f"ssdbench.mirror=ttyS0 ssdbench.manifest=1 ssdbench.settle=3 {append}").strip()
     from ssdbench.system import SystemRunner
 
     SystemRunner().run([str(NETBOOT), "--out", str(tftp), "--link",
-                        "--kernel", str(DEV_IMAGE_DIR / "vmlinuz"),
-                        "--initrd", str(DEV_IMAGE_DIR / "initrd.img"),
+                        "--kernel", str(lab["image"] / "vmlinuz"),
+                        "--initrd", str(lab["image"] / "initrd.img"),
                         "--base-url", http_server.guest_url(name), "--append", cmdline],
                        timeout=60)
     bystander = work / "bystander.img"
@@ -250,15 +265,32 @@ def test_benches_boot_from_the_network_and_fill_one_store(lab: dict[str, Any]) -
     assert "ssdbench: store s3 http://10.0.2.2" in console and "reachable again" in console
     assert "ssdbench: all results sent to s3" in console, tail
     assert "nvme0n1 (E2ENETNVME01): done" in console, tail
+    # the status said so: the outage stays in status.json after it healed
+    status1 = json.loads(bucket(lab)[f"{PREFIX}/{BENCH1}/status.json"])["store"]
+    assert status1["outages"] >= 1 and status1["last_error"] is None, status1
+    assert "EndpointConnectionError" in status1["last_failure"], status1
 
-    # -- bench 2: diagnose plan, named by ssdbench.bench=
+    # -- bench 2: diagnose plan, named by ssdbench.bench=; its config server is not there
+    # yet: the kiosk waits, says so, and the server starts when it did
     diag = lab["base"] / "nvme-diag.img"
     with diag.open("wb") as f:
         f.truncate(64 * 1024 * 1024)
-    rc2, console2, _f, _w = netboot(
+    late_port = free_port()
+
+    def start_config_server(_m: re.Match[str], _serial: str) -> list[dict[str, Any]]:
+        lab["late"].append(Http(lab["www"], late_port))
+        return []
+
+    rc2, console2, fired2, _w = netboot(
         lab, "bench2", kiosk_config("diagnose", DIAG_SERIAL, s3_port),
-        append=f"ssdbench.bench={BENCH2}", nvme=(f"file={diag},serial={DIAG_SERIAL}",))
+        append=f"ssdbench.bench={BENCH2}", nvme=(f"file={diag},serial={DIAG_SERIAL}",),
+        config_port=late_port,
+        qmp_at=(QmpAt(r"^ssdbench: config http://10\.0\.2\.2:\d+/bench2\.toml: waiting for "
+                      r"the network \(network up \(default route\)\): .*[Cc]onnection refused",
+                      start_config_server),))
     assert rc2 == 0, console2[-3000:]
+    assert len(fired2) == 1, console2[-3000:]
+    assert "ssdbench: config fetched from http://10.0.2.2:" in console2, console2[-3000:]
     assert f"as bench {BENCH2}" in console2, console2[-3000:]
 
     objects = bucket(lab)
@@ -281,6 +313,7 @@ def test_benches_boot_from_the_network_and_fill_one_store(lab: dict[str, Any]) -
     assert {BENCH1, BENCH2} <= set(by_bench), rows
     page = (out / "fleet.html").read_text()
     assert BENCH1 in page and BENCH2 in page and NVME_SERIAL in page and DIAG_SERIAL in page
+    assert "outage, healed" in page or "outages, healed" in page  # bench 1's cut link
 
     # -- bench 3: a wrong secret key: said clearly, results kept, nothing in the bucket
     stop = [{"execute": "quit"}]

@@ -177,15 +177,17 @@ svg text{font:12px system-ui,sans-serif}"""
 
 
 def _store_state(store: object) -> str:
-    """The store column: the error the bench reports now, else how many outages it had."""
+    """The store column (HTML): the error the bench reports now, else how many outages it
+    had, healed, the last one's reason in the tooltip (it names a key: too wide a cell)."""
     if not isinstance(store, dict):
         return ""
     if store.get("last_error"):
-        return str(store["last_error"])
+        return _e(store["last_error"])
     n = store.get("outages")
     if isinstance(n, int) and n > 0:
-        return (f"{n} outage{'s' if n > 1 else ''}, healed (last at "
-                f"{store.get('last_failure_at') or '?'}: {store.get('last_failure') or '?'})")
+        return (f"<span title='{_e(store.get('last_failure') or '')}'>{n} outage"
+                f"{'s' if n > 1 else ''}, healed (last {_e(store.get('last_failure_at') or '?')})"
+                "</span>")
     return ""
 
 
@@ -264,7 +266,7 @@ def fleet_html(fleet: Fleet) -> str:
         ("bench", "state", "plan", "last event", "errors", "status sent", "store"),
         ((_e(b.name), _state(b.state), _e(b.status.get("plan", "")),
           _e(b.status.get("last_event", "")), _e("; ".join(b.status.get("errors") or [])),
-          _ago(b.silent_s), _e(_store_state(b.status.get("store"))))
+          _ago(b.silent_s), _store_state(b.status.get("store")))
          for b in benches), set()))
     live = [(b, d) for b in benches for d in b.status.get("drives") or []
             if isinstance(d, dict)]
