@@ -3,14 +3,21 @@
 
 from __future__ import annotations
 
+import datetime
 import http.server
+import ipaddress
 import socket
+import ssl
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from ssdbench.kiosk.config import ConfigError, find_config, load_config
 
@@ -32,7 +39,7 @@ class Files(http.server.BaseHTTPRequestHandler):
 
 
 class Server:
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, tls: ssl.SSLContext | None = None) -> None:
         self.files: dict[str, tuple[int, bytes]] = {}
 
         class Handler(Files):
@@ -40,6 +47,8 @@ class Server:
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.port = self.httpd.server_address[1]
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
         threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
 
     def url(self, path: str) -> str:
@@ -138,3 +147,36 @@ def test_relative_files_of_a_url_config_are_under_the_given_base(server: Server,
     config = load_config(server.url("/s.toml"), say=lambda _l: None, base=tmp_path)
     assert config.store is not None and config.store.access_key is not None
     assert config.store.access_key.reveal() == "k"
+
+
+def test_a_certificate_that_does_not_verify_is_a_config_error(tmp_path: Path) -> None:
+    """TLS is verified: a self-signed server (a stranger on the lab's network) is refused
+    at once, naming why, and nothing is retried."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
+            .sign(key, hashes.SHA256()))
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    srv = Server(tls=ctx)
+    srv.files["/k.toml"] = (200, GOOD.encode())
+    waits: list[float] = []
+    try:
+        with pytest.raises(ConfigError) as exc:
+            load_config(f"https://127.0.0.1:{srv.port}/k.toml", say=lambda _l: None,
+                        wait=waits.append)
+    finally:
+        srv.stop()
+    assert exc.value.key == "(tls)" and "self-signed" in exc.value.problem, exc.value
+    assert waits == []
