@@ -104,7 +104,7 @@ def test_security_erase_normal_and_enhanced_verified_then_frozen(tmp_path: Path)
     assert state["user_password"] is None and state["erase_count"] == 2
     assert "FREEZE LOCK: frozen" in emu_log(run)
     error = run.read("explicit/error.txt")
-    assert "frozen" in error and "allow_suspend" in error, error
+    assert "frozen" in error and "allow_suspend" in error and "hot-plugging" in error, error
     rec = record(run, "auto")
     assert rec["method"] == "ata-sanitize-block" and rec["verified"] is True, rec
     after_freeze = emu_log(run).split("FREEZE LOCK: frozen", 1)[1]

@@ -42,5 +42,6 @@ def test_adapter_carries_the_drive_opt_in() -> None:
 
 def test_explicit_security_erase_on_frozen_drive_names_the_reason() -> None:
     target = target_from(CRUCIAL_FROZEN)
-    with pytest.raises(NoEraseMethod, match=r"frozen.*allow_suspend"):
+    with pytest.raises(NoEraseMethod, match=r"frozen.*allow_suspend") as exc:
         choose_method(target, ATA_SECURITY_ERASE)
+    assert "hot-plugging" in str(exc.value)  # the advice, not only the reason

@@ -55,7 +55,10 @@ def _available_ata(target: EraseTarget, options: EraseOptions) -> tuple[list[str
         why = "security count expired (power-cycle the drive)"
     elif sec.frozen and not options.allow_suspend:
         usable = False
-        why = "security is frozen and the plan does not allow suspend-to-RAM (allow_suspend)"
+        why = (
+            "security is frozen and the plan does not allow suspend-to-RAM "
+            f"(allow_suspend = true tries it). {ata.HOTPLUG_HELP}"
+        )
     if usable:
         if sec.enhanced_supported and options.enhanced:
             methods.append(ATA_SECURITY_ERASE_ENHANCED)
