@@ -420,7 +420,7 @@ class AtaDrive:
 
 
 def _abort(note: str) -> Outcome:
-    return Outcome(TaskFile(status=DRDY | ERR, error=ABRT), note=note)
+    return Outcome(TaskFile(status=DRDY | DSC | ERR, error=ABRT), note=note)
 
 
 def _power_cut() -> None:
