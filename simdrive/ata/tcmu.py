@@ -16,6 +16,7 @@ import os
 import struct
 import subprocess
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,8 @@ OP_PAD, OP_CMD = 0, 1
 UFLAG_UNKNOWN_OP, UFLAG_READ_LEN = 0x1, 0x2
 SENSE_BUFFERSIZE = 96
 GOOD, CHECK_CONDITION = 0x00, 0x02
+# fixed-format sense: HARDWARE ERROR, INTERNAL TARGET FAILURE (0x44/0x00)
+HARDWARE_ERROR_SENSE = bytes([0x70, 0, 0x04, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0x44, 0, 0, 0, 0, 0])
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ def cdb_length(opcode: int) -> int:
 class Ring:
     """The mmapped command ring of one TCMU device; ``serve`` answers commands forever."""
 
+    mm: mmap.mmap | bytearray  # a bytearray in the tests
+
     def __init__(self, uio: str) -> None:
         name = Path(uio).name
         size = int((Path("/sys/class/uio") / name / "maps/map0/size").read_text(), 16)
@@ -69,7 +74,11 @@ class Ring:
         opcode = self.mm[cdb_off]
         cdb = bytes(self.mm[cdb_off : cdb_off + cdb_length(opcode)])
         data_out = b"".join(bytes(self.mm[b : b + n]) for b, n in iovs)
-        reply = handler(cdb, data_out)
+        try:
+            reply = handler(cdb, data_out)
+        except Exception:  # a bug in the drive must not hang the guest's I/O
+            traceback.print_exc()
+            reply = Reply(CHECK_CONDITION, sense=HARDWARE_ERROR_SENSE)
         capacity = sum(n for _, n in iovs)
         data = reply.data[:capacity]
         pos = 0

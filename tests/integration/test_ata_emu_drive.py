@@ -4,6 +4,7 @@ hdparm reads from them is checked end to end in test_ata_emu_qemu.py."""
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from simdrive.ata import drive as ata
 from simdrive.ata.drive import AtaDrive, Config, TaskFile
 from simdrive.ata.scsi import SatTarget, ata_return_sense, decode_passthrough
-from simdrive.ata.tcmu import CHECK_CONDITION
+from simdrive.ata.tcmu import CHECK_CONDITION, Reply, Ring
 
 PW = b"secret"
 
@@ -153,3 +154,53 @@ def test_nbd_backend_on_simdrive_erase_resets_the_ftl(tmp_path: Path) -> None:
     lines = (tmp_path / "sim" / "truth.jsonl").read_text().splitlines()
     events = [json.loads(line).get("event") for line in lines]
     assert "sanitize" in events
+
+
+def _ring(cdb: bytes, iovs: list[tuple[int, int]], data_out: bytes = b"") -> tuple[Ring, int]:
+    """A TCMU mailbox + ring + data area in a bytearray, one command queued, laid out as
+    include/uapi/linux/target_core_user.h (a wrong offset hangs the guest's I/O)."""
+    mm = bytearray(1 << 16)
+    cmdr_off, cmdr_size, ent = 128, 4096, 128
+    struct.pack_into("<HHIII", mm, 0, 2, 0, cmdr_off, cmdr_size, 0)
+    cdb_off = 8192
+    mm[cdb_off : cdb_off + len(cdb)] = cdb
+    length = 48 + 16 * len(iovs)
+    length += -length % 8
+    struct.pack_into("<IHBB", mm, ent, length | 1, 7, 0, 0)  # OP_CMD, cmd_id 7
+    struct.pack_into("<III4xQ", mm, ent + 8, len(iovs), 0, 0, cdb_off)  # cdb_off at +24
+    for i, (base, n) in enumerate(iovs):
+        struct.pack_into("<QQ", mm, ent + 48 + 16 * i, base, n)
+    if data_out:
+        mm[iovs[0][0] : iovs[0][0] + len(data_out)] = data_out
+    struct.pack_into("<I", mm, 12, length)  # cmd_head: the kernel queued one entry
+    ring = Ring.__new__(Ring)
+    ring.mm = mm
+    return ring, ent
+
+
+def test_ring_entry_layout_identify_through_two_iovs(tmp_path: Path) -> None:
+    d = new(tmp_path)
+    cdb = bytes([0x85, 4 << 1, 0x2E, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x40, ata.IDENTIFY, 0])
+    ring, ent = _ring(cdb, [(16384, 256), (20480, 256)])
+    assert ring.process(SatTarget(d)) == 1
+    mm = ring.mm
+    assert struct.unpack_from("<I", mm, 64)[0] == struct.unpack_from("<I", mm, 12)[0]  # tail
+    assert mm[ent + 8] == CHECK_CONDITION and mm[ent + 7] & 0x2  # READ_LEN with the data
+    assert struct.unpack_from("<I", mm, ent + 12)[0] == 512
+    assert bytes(mm[16384:16640]) + bytes(mm[20480:20736]) == d.identify()
+    assert mm[ent + 16] == 0x72 and mm[ent + 16 + 8] == 0x09
+
+
+def test_ring_write_data_out_and_a_handler_bug_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    d = new(tmp_path)
+    cdb = bytes([0x2A, 0, 0, 0, 0, 4, 0, 0, 1, 0])  # WRITE(10) LBA 4, 1 block
+    ring, ent = _ring(cdb, [(16384, 512)], b"w" * 512)
+    ring.process(SatTarget(d))
+    assert ring.mm[ent + 8] == 0 and d.read(4 * 512, 512) == b"w" * 512
+
+    def broken(cdb: bytes, data: bytes) -> Reply:
+        raise RuntimeError("drive bug")
+
+    ring, ent = _ring(cdb, [(16384, 512)], b"w" * 512)
+    ring.process(broken)
+    assert ring.mm[ent + 8] == CHECK_CONDITION and ring.mm[ent + 16 + 2] == 0x04
