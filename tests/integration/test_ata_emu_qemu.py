@@ -84,7 +84,13 @@ def test_security_erase_normal_and_enhanced_verified_then_frozen(tmp_path: Path)
     run = boot(work, "\n".join([
         erase("normal", "ata-security-erase"), erase("enhanced", "ata-security-erase-enhanced"),
         'hdparm --security-freeze "$dev" > freeze.txt 2>&1',
-        erase("explicit", "ata-security-erase"), erase("auto"),
+        erase("explicit", "ata-security-erase"), erase("auto"), erase("crypto", "ata-sanitize-crypto"),
+        # TRIM: DATA SET MANAGEMENT from hdparm, UNMAP from blkdiscard
+        'dd if=/dev/urandom of="$dev" bs=4096 count=2 seek=100 oflag=direct status=none',
+        'hdparm --please-destroy-my-drive --trim-sector-ranges 800:8 "$dev" > trim.txt 2>&1',
+        'blkdiscard -o 413696 -l 4096 "$dev"; echo "blkdiscard rc=$?"',
+        'dd if="$dev" bs=4096 count=2 skip=100 iflag=direct status=none | od -An -v | sort -u'
+        ' > trimmed.txt',
     ]), simdrive="enterprise")
     log = ok(run)
     assert "normal rc=0" in log and "enhanced rc=0" in log, log[-3000:]
@@ -109,8 +115,15 @@ def test_security_erase_normal_and_enhanced_verified_then_frozen(tmp_path: Path)
     assert rec["method"] == "ata-sanitize-block" and rec["verified"] is True, rec
     after_freeze = emu_log(run).split("FREEZE LOCK: frozen", 1)[1]
     assert "SANITIZE BLOCK ERASE: done" in after_freeze and "SET PASSWORD" not in after_freeze
+    rec = record(run, "crypto")
+    assert rec["method"] == "ata-sanitize-crypto" and rec["verified"] is True, rec
+    assert "SANITIZE CRYPTO SCRAMBLE: done" in emu_log(run)
+    assert "TRIM: 1 ranges" in emu_log(run) and "UNMAP 1 ranges, 8 blocks" in emu_log(run)
+    assert "blkdiscard rc=0" in log
+    assert set(run.read("trimmed.txt").split()) == {"000000"}  # both 4 KiB blocks read 0
     events = [json.loads(line).get("event") for line in run.read("truth.jsonl").splitlines()]
-    assert events.count("sanitize") == 3, events  # normal, enhanced, sanitize block
+    assert events.count("sanitize") == 4, events  # normal, enhanced, block, crypto
+    assert events.count("trim") == 2, events
     # the markers went to simdrive, not to the share's data.img
     assert (run.share_dir / "drive/data.img").read_bytes().count(0) == 64 << 20
 
