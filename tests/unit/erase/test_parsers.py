@@ -34,6 +34,9 @@ HDPARM = {
         True, True, False, False, False, True, 20, 60),
     "DERIVED_hdparm-I_apacer-AS340_locked-after-power-cycle.txt": (
         True, True, True, False, False, True, 20, 60),
+    # the real hdparm against the emulated drive (docs/ata-emulator.md)
+    "EMULATED_hdparm-I_ata-emu_locked.txt": (True, True, True, False, False, True, 2, 2),
+    "EMULATED_hdparm-I_ata-emu_expired.txt": (True, True, True, False, True, True, 2, 2),
 }
 
 
