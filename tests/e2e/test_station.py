@@ -126,6 +126,14 @@ def test_the_plugged_in_drive_is_erased_verified_and_recorded(
                              capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert record["signature"]["fingerprint"] in checked.stdout
+    # one changed byte of the real record (a digit of the serial) fails the check
+    data = path.read_bytes()
+    at = data.index(KEPT.encode()) + len(KEPT) - 1
+    tampered = path.with_name("tampered.json")
+    tampered.write_bytes(data[:at] + (b"2" if data[at:at + 1] != b"2" else b"3") + data[at + 1:])
+    refused = subprocess.run([str(entry), "verify-record", str(tampered), "--key", str(public)],
+                             capture_output=True, text=True, check=False)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
     # the printable certificate beside it, in both formats (WeasyPrint runs in the image)
     pdf = (path.parent / "erase-certificate.pdf").read_bytes()
     assert pdf.startswith(b"%PDF-") and len(pdf) > 5000
