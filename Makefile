@@ -61,9 +61,10 @@ dev-image: deps venv
 qemu: dev-image
 	scripts/run-qemu.sh
 
-# What a lab's boot server hands out (docs/lab.md "Network boot"): build/netboot/.
+# What a lab's boot server hands out (docs/lab.md "Network boot"): build/netboot/;
+# NETBOOT_ARGS: scripts/netboot.sh options, e.g. --append "ssdbench.config=http://...".
 netboot: dev-image
-	scripts/netboot.sh
+	scripts/netboot.sh $(NETBOOT_ARGS)
 
 # The release image (Buildroot; downloads its sources).
 image:

@@ -148,8 +148,10 @@ dirs = ("kernel/drivers/ata/", "kernel/drivers/nvme/host/nvme.ko", "kernel/drive
         "kernel/drivers/scsi/scsi_mod", "kernel/drivers/block/loop", "kernel/drivers/scsi/virtio",
         "kernel/drivers/block/virtio", "kernel/drivers/virtio/", "kernel/drivers/char/nvram",
         # wired NICs for network boot and the lab's store (docs/lab.md): QEMU's virtio and
-        # e1000, Intel, Realtek, Broadcom on boards, USB Ethernet adapters
-        "kernel/drivers/net/virtio_net", "kernel/drivers/net/ethernet/intel/",
+        # e1000, the Intel, Realtek and Broadcom ones of desktop boards, USB Ethernet
+        # adapters (not the server NICs: ice, i40e, ixgbe are 4 MB)
+        "kernel/drivers/net/virtio_net", "kernel/drivers/net/ethernet/intel/e1000",
+        "kernel/drivers/net/ethernet/intel/igb/", "kernel/drivers/net/ethernet/intel/igc/",
         "kernel/drivers/net/ethernet/realtek/", "kernel/drivers/net/ethernet/broadcom/tg3",
         "kernel/drivers/net/usb/")
 deps = {}
