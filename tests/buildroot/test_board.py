@@ -127,8 +127,8 @@ def test_botocore_keeps_the_s3_models_and_an_s3_client_still_starts(tmp_path: Pa
     """post-build.sh drops the models of every AWS service but S3 (28 MB of the initramfs);
     boto3 from that tree still makes an S3 client (the test venv's boto3/botocore, laid out
     as Buildroot's python3.14 site-packages)."""
-    import boto3
-    import botocore
+    import boto3  # type: ignore[import-untyped]
+    import botocore  # type: ignore[import-untyped]
 
     target = _rootfs(tmp_path)
     site = target / "usr" / "lib" / "python3.14" / "site-packages"
