@@ -61,9 +61,12 @@ put "$kernel" vmlinuz
 put "$initrd" initrd.img
 for f in undionly.kpxe ipxe.efi snponly.efi; do cp "$ipxe_dir/$f" "$out/$f"; done
 
-# The command line the stick's boot menu gives (board/ssdbench/grub.cfg, ssdbench_base).
+# The command line the stick's boot menu gives, read from it (board/ssdbench/grub.cfg,
+# ssdbench_base: consoles, libata.allow_tpm=1, ...) so the two never drift apart.
 # initrd=initrd.img: UEFI's kernel stub finds the initramfs iPXE registered under that name.
-cmdline="initrd=initrd.img ssdbench.mode=$mode console=ttyS0,115200n8 console=tty1 panic=10 loglevel=4${append}"
+grub_base=$(sed -n 's/^set ssdbench_base="\(.*\)"$/\1/p' "$repo/board/ssdbench/grub.cfg")
+[[ -n $grub_base ]] || die "no ssdbench_base in board/ssdbench/grub.cfg"
+cmdline="initrd=initrd.img ssdbench.mode=$mode $grub_base${append}"
 image_id=$(cat "$(dirname "$initrd")/image-id" 2>/dev/null || echo unknown)
 cat >"$out/boot.ipxe" <<IPXE
 #!ipxe

@@ -45,8 +45,9 @@ lane() {  # NAME COMMAND...: run it with its own temporary root, prefix its line
 }
 
 # QEMU tests the rest lane runs once its own are done
+# (test_station.py too since the network boot test joined the QEMU lane, 2026-11-25)
 LATE_E2E=(tests/e2e/test_drive_unplug.py tests/e2e/test_stick_pull.py
-          tests/e2e/test_kiosk_config.py)
+          tests/e2e/test_kiosk_config.py tests/e2e/test_station.py)
 
 selected() {  # COMMAND...: its exit status, but 0 when PYTEST ARGS select none of its tests
     local rc=0
