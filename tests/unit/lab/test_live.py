@@ -18,5 +18,7 @@ def test_snapshot_has_each_drive_the_last_event_and_errors() -> None:
             nvme["eta_s"]) == ("nvme0n1", "S4EV0001", "torture", 45.7, 12345.7, 61)
     assert snap["last_event"] == "sda trim erase failed: frozen"
     assert snap["errors"] == ["sda trim erase: frozen"] and snap["state"] == "running"
+    live(Progress("nvme0n1", "report", "report", "done"))
+    assert live.snapshot()["last_event"] == "nvme0n1 report done"  # not "report report"
     live.finish("failed")
     assert live.snapshot()["state"] == "failed"

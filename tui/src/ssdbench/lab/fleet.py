@@ -169,7 +169,7 @@ def fleet_csv(fleet: Fleet) -> str:
 CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.5em 0}th,td{padding:.2em .6em;border-bottom:1px solid #ddd;
-text-align:left;white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
+text-align:left;white-space:nowrap}td:last-child{white-space:normal}td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
 .state{font-weight:600;padding:.05em .5em;border-radius:.6em}.running{background:#d6eaff}
 .done{background:#d8f5d8}.failed,.damaged{background:#ffd6d6}.silent{background:#ffe9b3}
 .cancelled,.interrupted,.unknown{background:#eee}.small{color:#666;font-size:.9em}

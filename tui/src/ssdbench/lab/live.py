@@ -36,7 +36,9 @@ class LiveStatus:
         with self._lock:
             self._latest[ev.drive] = ev
             if ev.state != "running" or ev.message == "started":
-                self._last_event = f"{ev.drive} {ev.run} {ev.stage} {ev.state}"
+                # a run of one stage (the session's report) is named once, not twice
+                what = ev.run if ev.stage == ev.run else f"{ev.run} {ev.stage}"
+                self._last_event = f"{ev.drive} {what} {ev.state}"
                 if ev.state == "failed" and ev.message:
                     self._last_event += f": {ev.message}"
                 self._last_event_at = utc_now()
