@@ -57,3 +57,17 @@ def test_environment_variable_is_the_default(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("SSDBENCH_ATA_PASSTHROUGH", "OTHER, ATAEMU0023")
     assert drive_json()["ata_passthrough"] is True
     assert ata_passthrough_optins({"SSDBENCH_ATA_PASSTHROUGH": " a,b  c "}) == {"a", "b", "c"}
+
+
+def test_command_line_flag_opts_a_drive_in(monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`ssdbench --ata-passthrough SERIAL list`: the per-drive opt-in from the command line
+    (every front end: it reaches discovery through SSDBENCH_ATA_PASSTHROUGH)."""
+    from ssdbench.cli import main
+
+    monkeypatch.setenv("SSDBENCH_ATA_PASSTHROUGH", "")  # main() sets it: restored after
+    assert main(["list", "--json", "--from-bundle", str(BUNDLE)]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["erase_refusal"] == ["scsi-not-supported"]
+    assert main(["--ata-passthrough", "ATAEMU0023", "list", "--json",
+                 "--from-bundle", str(BUNDLE)]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["ata_passthrough"] is True
