@@ -19,7 +19,7 @@ import pytest
 
 from ssdbench.lab.config import StoreConfig, parse_store
 from ssdbench.lab.store import StoreError, content_type, open_store
-from ssdbench.lab.uploader import JOURNAL, StoreUploader
+from ssdbench.lab.uploader import JOURNAL, STATUS_COPY, StoreUploader
 from tests.conftest import DATA, REPO
 
 S3PROXY = REPO / "build" / "s3proxy" / "s3proxy-2.4.1-jar-with-dependencies.jar"
@@ -120,7 +120,7 @@ def expected_keys(root: Path) -> dict[str, Path]:
     """What docs/lab.md promises: <prefix>/<bench>/<serial>/<run id>/<file>."""
     out = {}
     for p in sorted(root.rglob("*")):
-        if not p.is_file() or p.name == JOURNAL:
+        if not p.is_file() or p.name in (JOURNAL, STATUS_COPY):
             continue
         rel = p.relative_to(root).parts
         if len(rel) == 1:

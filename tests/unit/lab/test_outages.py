@@ -60,3 +60,29 @@ def test_an_outage_is_counted_and_kept_in_status_after_it_healed(tmp_path: Path)
     page = fleet.fleet_html(fleet.build({
         "lab1/bench-07/status.json": lambda: store.objects["lab1/bench-07/status.json"]}))
     assert "1 outage, healed" in page
+
+
+def test_a_refused_status_is_kept_beside_the_results(tmp_path: Path) -> None:
+    """Wrong keys: the store never gets status.json, so the bench keeps it next to its
+    results (RAM, and the stick through the mirror) with the store's error, and never sends
+    that copy as a result file."""
+    from ssdbench.lab.uploader import STATUS_COPY
+
+    root = tmp_path / "ram"
+    root.mkdir()
+    (root / "state.json").write_text("{}\n")
+    cfg = parse_store({"kind": "http", "endpoint": "http://127.0.0.1:9/dav", "prefix": "lab1",
+                       "password": "s3cr3t-pass", "username": "bench"}, tmp_path)
+    store = FlakyStore()
+    store.down = True
+    up = StoreUploader(store, cfg, root, "bench-07", lambda _line: None,
+                       status=lambda: {"state": "running"})
+    assert not up.send_status()
+    kept = json.loads((root / STATUS_COPY).read_text())
+    assert kept["state"] == "running" and "could not connect" in kept["store"]["last_error"]
+    assert "s3cr3t-pass" not in (root / STATUS_COPY).read_text()
+    store.down = False
+    assert up.sync() == 1  # state.json only: not the status copy
+    assert up.send_status()
+    assert json.loads((root / STATUS_COPY).read_text())["store"]["last_error"] is None
+    assert "lab1/bench-07/status.json" in store.objects

@@ -35,6 +35,9 @@ from ssdbench.lab.store import Store, StoreError, content_type
 from ssdbench.results import atomic
 
 JOURNAL = "store-journal.json"
+# status.json as last sent or tried, beside the results (RAM, the stick): what a store that
+# refuses the bench (wrong keys) never sees, an operator reads there
+STATUS_COPY = "store-status.json"
 BENCH_FOLDER = "_bench"
 DRIVE_DIR_RE = re.compile(r"^(\d{8}T\d{6}Z)_")
 SAFE_RE = re.compile(r"[^A-Za-z0-9._-]")
@@ -179,7 +182,8 @@ class StoreUploader:
         if not self.results_dir.is_dir():
             return []
         return sorted(p for p in self.results_dir.rglob("*") if p.is_file()
-                      and p.name != JOURNAL and not (p.name.startswith(".") and ".tmp-" in p.name))
+                      and p.name not in (JOURNAL, STATUS_COPY)
+                      and not (p.name.startswith(".") and ".tmp-" in p.name))
 
     def sync(self) -> int:
         """Send what changed; never raises. Files sent; a failure sets ``last_error`` and
@@ -249,8 +253,17 @@ class StoreUploader:
                                "application/json")
             except StoreError as exc:
                 self._failed(str(exc))
+                doc["store"]["last_error"] = self.last_error
+                self._keep_status(doc)
                 return False
+        self._keep_status(doc)
         return True
+
+    def _keep_status(self, doc: dict[str, Any]) -> None:
+        try:
+            atomic.write_text(self.results_dir / STATUS_COPY, json.dumps(doc, indent=1) + "\n")
+        except OSError:
+            pass  # RAM full or the folder gone: the store's copy and the console still say it
 
     def _failed(self, why: str) -> None:
         why = scrub(why, self.cfg.secrets())
