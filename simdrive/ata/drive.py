@@ -6,6 +6,12 @@ guest's power cut. Every change to ``state.json`` is written atomically and fsyn
 before the command completes. Volatile state (frozen, locked, the wrong-password count,
 ERASE PREPARE) is set at power-on (:meth:`AtaDrive.power_on`), as on a real drive.
 
+Host Protected Area (ACS-3 4.11, what ``hdparm -N`` sends): READ NATIVE MAX ADDRESS (EXT)
+answers the native max; SET MAX ADDRESS (EXT), directly after it, sets the current max -
+volatile until the next power-on, or non-volatile (count bit 0, hdparm's ``p``) in
+``state.json``, once per power-on. IDENTIFY, READ CAPACITY and the media commands follow
+the current max.
+
 Security states (ACS-3 4.18.11): SEC1 not enabled, SEC2 not enabled + frozen, SEC4
 enabled + locked, SEC5 enabled + unlocked, SEC6 enabled + unlocked + frozen; "expired"
 after five wrong passwords until the next power-on.
@@ -25,7 +31,7 @@ MAX_TRIES = 5
 
 # Status / error register bits
 DRDY, DSC, ERR = 0x40, 0x10, 0x01
-ABRT = 0x04
+ABRT, IDNF = 0x04, 0x10
 
 # Opcodes
 IDENTIFY = 0xEC
@@ -35,6 +41,7 @@ DSM = 0x06
 READ_DMA_EXT, WRITE_DMA_EXT, READ_SECTORS, READ_SECTORS_EXT = 0x25, 0x35, 0x20, 0x24
 CHECK_POWER_MODE, FLUSH_CACHE, FLUSH_CACHE_EXT, SET_FEATURES = 0xE5, 0xE7, 0xEA, 0xEF
 READ_LOG_EXT, SMART = 0x2F, 0xB0
+READ_NATIVE_MAX_EXT, SET_MAX_EXT, READ_NATIVE_MAX, SET_MAX = 0x27, 0x37, 0xF8, 0xF9
 
 # SANITIZE features and keys (hdparm.c)
 SAN_STATUS, SAN_CRYPTO, SAN_BLOCK, SAN_OVERWRITE, SAN_FREEZE = 0x00, 0x11, 0x12, 0x14, 0x20
@@ -91,6 +98,7 @@ class Persistent:
     level_max: bool = False
     sanitize_succeeded: bool = False
     erase_count: int = 0
+    max_sectors: int | None = None  # a non-volatile SET MAX ADDRESS (None: the native max)
 
 
 @dataclass
@@ -100,6 +108,9 @@ class Volatile:
     tries_left: int = MAX_TRIES
     prepared: bool = False
     sanitize_frozen: bool = False
+    max_sectors: int | None = None  # a volatile SET MAX ADDRESS, until power-off
+    native_read: bool = False  # the last command was READ NATIVE MAX ADDRESS (EXT)
+    permanent_max_set: bool = False  # one non-volatile SET MAX per power-on
     log: list[str] = field(default_factory=list)
 
 
@@ -130,7 +141,15 @@ class AtaDrive:
 
     @property
     def sectors(self) -> int:
+        """The native max: the drive's whole capacity in sectors."""
         return self.config.size_bytes // SECTOR
+
+    @property
+    def current_sectors(self) -> int:
+        """What the host sees: the native max unless a SET MAX ADDRESS hides the end (HPA)."""
+        if self.vol.max_sectors is not None:
+            return self.vol.max_sectors
+        return self.nv.max_sectors if self.nv.max_sectors is not None else self.sectors
 
     def power_on(self) -> None:
         self.vol = Volatile(
@@ -177,7 +196,7 @@ class AtaDrive:
 
     def identify(self) -> bytes:
         w = [0] * 256
-        n = self.sectors
+        n = self.current_sectors
         w[0] = 0x0040
         w[1], w[3], w[6] = 16383, 16, 63
         w[10:20] = _ata_string(self.config.serial.rjust(20), 10)
@@ -196,10 +215,11 @@ class AtaDrive:
         w[76] = 0x0106  # SATA Gen1/Gen2, NCQ
         w[80] = 0x07F0  # ATA/ATAPI-4 .. ACS-3
         w[81] = 0x0110
-        w[82] = 0x4000 | 0x0040 | 0x0020 | 0x0002 | 0x0001  # NOP, look-ahead, WC, Security, SMART
+        # NOP, HPA, look-ahead, WC, Security, SMART (no SET MAX security extension: 83/86 bit 8)
+        w[82] = 0x4000 | 0x0400 | 0x0040 | 0x0020 | 0x0002 | 0x0001
         w[83] = 0x4000 | 0x2000 | 0x1000 | 0x0400  # FLUSH EXT, FLUSH, LBA48
         w[84] = 0x4000  # no GPL: hdparm -I then asks for no log pages
-        w[85] = 0x0040 | 0x0020 | 0x0001 | (0x0002 if self.enabled else 0)
+        w[85] = 0x0400 | 0x0040 | 0x0020 | 0x0001 | (0x0002 if self.enabled else 0)
         w[86] = 0x3400
         w[87] = 0x4000
         w[88] = 0x407F
@@ -222,6 +242,7 @@ class AtaDrive:
 
     def execute(self, tf: TaskFile, data_out: bytes) -> Outcome:
         prepared, self.vol.prepared = self.vol.prepared, False
+        native_read, self.vol.native_read = self.vol.native_read, False
         cmd = tf.command
         if cmd == IDENTIFY:
             return Outcome(TaskFile(), self.identify(), "IDENTIFY DEVICE")
@@ -239,16 +260,24 @@ class AtaDrive:
             return self._disable(data_out)
         if cmd == SANITIZE:
             return self._sanitize(tf)
+        if cmd in (READ_NATIVE_MAX_EXT, READ_NATIVE_MAX):
+            return self._read_native_max(cmd)
+        if cmd in (SET_MAX_EXT, SET_MAX):
+            return self._set_max(tf, native_read)
         if cmd == DSM:
             return self._trim(tf, data_out)
         if cmd in (READ_SECTORS, READ_SECTORS_EXT, READ_DMA_EXT):
             if self.vol.locked:
                 return _abort("read refused: locked")
             count = tf.count or (0x10000 if cmd != READ_SECTORS else 0x100)
+            if tf.lba + count > self.current_sectors:
+                return _abort(f"READ lba={tf.lba} beyond the max {self.current_sectors}", IDNF)
             return Outcome(TaskFile(), self.read(tf.lba * SECTOR, count * SECTOR), "READ")
         if cmd == WRITE_DMA_EXT:
             if self.vol.locked:
                 return _abort("write refused: locked")
+            if tf.lba * SECTOR + len(data_out) > self.current_sectors * SECTOR:
+                return _abort(f"WRITE lba={tf.lba} beyond the max {self.current_sectors}", IDNF)
             self.write(tf.lba * SECTOR, data_out)
             return Outcome(TaskFile(), note="WRITE")
         if cmd == READ_LOG_EXT:
@@ -365,6 +394,41 @@ class AtaDrive:
         self._save()
         return Outcome(TaskFile(), note="DISABLE PASSWORD: security disabled")
 
+    # ---- Host Protected Area -----------------------------------------------------------
+
+    def _read_native_max(self, cmd: int) -> Outcome:
+        last = self.sectors - 1
+        self.vol.native_read = True
+        if cmd == READ_NATIVE_MAX_EXT:
+            return Outcome(TaskFile(lba=last, device=0x40), note=f"READ NATIVE MAX EXT: {last}")
+        last = min(last, 0x0FFFFFFF)  # 28-bit: LBA 24-27 in the device register
+        return Outcome(TaskFile(lba=last & 0xFFFFFF, device=0x40 | (last >> 24)),
+                       note=f"READ NATIVE MAX: {last}")
+
+    def _set_max(self, tf: TaskFile, native_read: bool) -> Outcome:
+        ext = tf.command == SET_MAX_EXT
+        name = "SET MAX ADDRESS EXT" if ext else "SET MAX ADDRESS"
+        if not ext and tf.features & 0xFF:
+            return _abort(f"{name} feature {tf.features:#04x}: security extension not supported")
+        if not native_read:
+            return _abort(f"{name} refused: not preceded by READ NATIVE MAX ADDRESS")
+        if self.vol.locked:
+            return _abort(f"{name} refused: security locked")
+        lba = tf.lba if ext else (tf.lba & 0xFFFFFF) | ((tf.device & 0x0F) << 24)
+        sectors, permanent = lba + 1, bool(tf.count & 1)
+        if sectors > self.sectors:
+            return _abort(f"{name} {sectors} refused: beyond the native max {self.sectors}", IDNF)
+        if permanent and self.vol.permanent_max_set:
+            return _abort(f"{name} refused: one non-volatile change per power cycle")
+        if permanent:
+            self.vol.permanent_max_set = True
+            self.nv.max_sectors = None if sectors == self.sectors else sectors
+            self._save()
+        self.vol.max_sectors = sectors
+        kind = "non-volatile" if permanent else "volatile"
+        return Outcome(TaskFile(lba=lba, device=0x40),
+                       note=f"{name} ({kind}): max {sectors} of {self.sectors} sectors")
+
     # ---- SANITIZE, TRIM, data --------------------------------------------------------
 
     def _sanitize(self, tf: TaskFile) -> Outcome:
@@ -419,8 +483,8 @@ class AtaDrive:
         self.data.write(offset, data)
 
 
-def _abort(note: str) -> Outcome:
-    return Outcome(TaskFile(status=DRDY | DSC | ERR, error=ABRT), note=note)
+def _abort(note: str, error: int = ABRT) -> Outcome:
+    return Outcome(TaskFile(status=DRDY | DSC | ERR, error=error), note=note)
 
 
 def _power_cut() -> None:

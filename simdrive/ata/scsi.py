@@ -143,7 +143,7 @@ class SatTarget:
         return bytes(body)
 
     def _capacity10(self, cdb: bytes, data: bytes) -> Reply:
-        last = min(self.drive.sectors - 1, 0xFFFFFFFF)
+        last = min(self.drive.current_sectors - 1, 0xFFFFFFFF)
         return Reply(GOOD, struct.pack(">II", last, SECTOR))
 
     def _service_in(self, cdb: bytes, data: bytes) -> Reply:
@@ -151,7 +151,7 @@ class SatTarget:
             return check(ILLEGAL_REQUEST, 0x24)
         alloc = int.from_bytes(cdb[10:14], "big")
         body = bytearray(32)
-        struct.pack_into(">QI", body, 0, self.drive.sectors - 1, SECTOR)
+        struct.pack_into(">QI", body, 0, self.drive.current_sectors - 1, SECTOR)
         body[14] = 0x80 | 0x40  # LBPME (UNMAP), LBPRZ (unmapped blocks read zeros)
         return Reply(GOOD, bytes(body[:alloc]))
 
@@ -184,7 +184,7 @@ class SatTarget:
         ranges = []
         for off in range(8, len(data) - 15, 16):
             lba, count = struct.unpack_from(">QI", data, off)
-            if lba + count > self.drive.sectors:
+            if lba + count > self.drive.current_sectors:
                 return check(ILLEGAL_REQUEST, 0x21)
             ranges.append((lba, count))
         for lba, count in ranges:
@@ -204,7 +204,7 @@ class SatTarget:
             lba, count = int.from_bytes(cdb[2:6], "big"), int.from_bytes(cdb[7:9], "big")
         else:
             lba, count = int.from_bytes(cdb[2:10], "big"), int.from_bytes(cdb[10:14], "big")
-        if lba + count > self.drive.sectors:
+        if lba + count > self.drive.current_sectors:  # beyond the HPA too
             return check(ILLEGAL_REQUEST, 0x21)  # LBA OUT OF RANGE
         write = op in (0x0A, 0x2A, 0x8A)
         if self.drive.vol.locked:

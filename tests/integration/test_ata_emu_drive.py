@@ -204,3 +204,70 @@ def test_ring_write_data_out_and_a_handler_bug_is_an_error_not_a_hang(tmp_path: 
     ring, ent = _ring(cdb, [(16384, 512)], b"w" * 512)
     ring.process(broken)
     assert ring.mm[ent + 8] == CHECK_CONDITION and ring.mm[ent + 16 + 2] == 0x04
+
+
+# ---- Host Protected Area (ACS-3 HPA feature set; what hdparm -N sends) -------------------
+
+
+def _native(d: AtaDrive) -> int:
+    out = run(d, ata.READ_NATIVE_MAX_EXT, device=0x40)
+    assert out.ok, out.note
+    return out.tf.lba + 1
+
+
+def _set_max(d: AtaDrive, sectors: int, *, permanent: bool) -> ata.Outcome:
+    """hdparm 9.65 do_set_max_sectors: READ NATIVE MAX EXT, then SET MAX EXT (lba = n-1,
+    count bit 0 = non-volatile, device 0x40)."""
+    _native(d)
+    return run(d, ata.SET_MAX_EXT, lba=sectors - 1, count=1 if permanent else 0, device=0x40)
+
+
+def test_hpa_identify_bits_and_read_native_max(tmp_path: Path) -> None:
+    d = new(tmp_path, size_bytes=8 << 20)
+    n = (8 << 20) // 512
+    assert word(d, 82) & 0x0400 and word(d, 85) & 0x0400  # HPA supported, enabled
+    assert not word(d, 83) & 0x0100 and not word(d, 86) & 0x0100  # no SET MAX security ext.
+    assert not word(d, 119) & 0x0100  # no ACCESSIBLE MAX ADDRESS: hdparm uses SET MAX EXT
+    assert _native(d) == n
+    out = run(d, ata.READ_NATIVE_MAX)  # 28-bit: LBA 0-23 in lba, 24-27 in device
+    assert out.ok and (out.tf.lba | ((out.tf.device & 0x0F) << 24)) == n - 1
+
+
+def test_set_max_volatile_until_power_on_and_reads_beyond_fail(tmp_path: Path) -> None:
+    d = new(tmp_path, size_bytes=8 << 20)
+    n = (8 << 20) // 512
+    # SET MAX EXT not directly after READ NATIVE MAX EXT is aborted (ACS-3 7.51.2)
+    assert not run(d, ata.SET_MAX_EXT, lba=999, device=0x40).ok
+    assert _set_max(d, 1000, permanent=False).ok
+    assert word(d, 100) == 1000 and word(d, 60) == 1000 and _native(d) == n
+    assert SatTarget(d)(bytes([0x25]) + bytes(9), b"").data[:4] == (999).to_bytes(4, "big")
+    beyond = SatTarget(d)(bytes([0x28, 0, 0, 0, 0x03, 0xE8, 0, 0, 1, 0]), b"")  # READ(10) 1000
+    assert beyond.status == CHECK_CONDITION and beyond.sense[12] == 0x21  # LBA OUT OF RANGE
+    ata_read = run(d, ata.READ_DMA_EXT, lba=1000, count=1)
+    assert not ata_read.ok and ata_read.tf.error & ata.IDNF
+    assert _set_max(d, 1500, permanent=False).ok  # volatile: as often as wanted
+    assert not _set_max(d, n + 1, permanent=False).ok  # beyond the native max
+    assert word(d, 100) == 1500
+    again = AtaDrive(d.folder)  # power cycle: a volatile max is gone
+    assert word(again, 100) == n
+
+
+def test_set_max_permanent_persists_and_once_per_power_cycle(tmp_path: Path) -> None:
+    d = new(tmp_path, size_bytes=8 << 20)
+    n = (8 << 20) // 512
+    assert _set_max(d, 2000, permanent=True).ok
+    second = _set_max(d, n, permanent=True)  # hdparm's man page: one permanent change a session
+    assert not second.ok and "power cycle" in second.note
+    assert _set_max(d, 3000, permanent=False).ok  # a volatile one still works
+    again = AtaDrive(d.folder)
+    assert word(again, 100) == 2000 and _native(again) == n  # the permanent one survived
+    assert json.loads((d.folder / "state.json").read_text())["max_sectors"] == 2000
+    assert _set_max(again, n, permanent=True).ok
+    assert word(AtaDrive(d.folder), 100) == n
+
+
+def test_set_max_refused_while_locked(tmp_path: Path) -> None:
+    d = new(tmp_path)
+    assert run(d, ata.SET_PASS, sec_data()).ok
+    locked = AtaDrive(d.folder)
+    assert not _set_max(locked, 1000, permanent=True).ok
