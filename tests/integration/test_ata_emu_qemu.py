@@ -13,6 +13,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from simdrive.ata.drive import AtaDrive, Config
 from tests.integration.qemu_helper import GuestRun, run_guest
@@ -180,3 +181,83 @@ def test_locked_unknown_password_refused_untouched_then_expired(tmp_path: Path) 
     assert "expired" in error and "power-cycle" in error, error
     assert "attempt counter expired" in emu_log(run)
     assert "Input/output error" in run.read("unlock0.txt")
+
+
+def plan_erase(out: str, *params: str) -> str:
+    """ssdbench's erase plan (the product path: discovery with the pass-through opt-in, the
+    erase plan's stage with its HPA check, the signed record) on the emulated drive."""
+    sets = " ".join(f"--set {p}" for p in params)
+    return (f'{PY} -m ssdbench --ata-passthrough "$dev" run "$dev" --plan erase '
+            f'--destroy {SERIAL} --results /run/out/{out} --quiet {sets} > {out}.txt 2>&1; '
+            f'echo "{out} rc=$?"')
+
+
+def plan_record(run: GuestRun, out: str) -> dict[str, Any]:
+    records = list((run.share_dir / out).rglob("erase-record.json"))
+    assert len(records) == 1, run.read(f"{out}.txt")[-3000:]
+    data: dict[str, Any] = json.loads(records[0].read_text())
+    return data
+
+
+HPA_VISIBLE = 30000  # of the 16 MiB drive's 32768 sectors
+
+
+def test_hpa_set_by_hdparm_warned_then_native_max_restored_and_erased(tmp_path: Path) -> None:
+    """Boot 1: the real `hdparm -N p30000` hides the drive's end (non-volatile). The erase
+    plan without restore_native_max: the record warns that 2768 sectors may not be covered.
+    With it: the drive refuses a second non-volatile SET MAX in the same power cycle, the
+    record says failed and why. Boot 2 (a power cycle; the HPA persisted): the restore is
+    done, the kernel sees the whole drive and the verification samples reach the formerly
+    hidden end."""
+    work = tmp_path / "vm"
+    drive = make_drive(work / "share")
+    native = drive.sectors
+    hidden_lba = HPA_VISIBLE + 100
+    drive.write(hidden_lba * 512, b"HIDDEN DATA".ljust(512, b"\0"))
+    name = '"${dev#/dev/}"'
+    first = boot(work, "\n".join([
+        f'hdparm -N p{HPA_VISIBLE} --yes-i-know-what-i-am-doing "$dev" > setmax.txt 2>&1',
+        f'echo 1 > /sys/block/{name}/device/rescan; cat /sys/block/{name}/size > size1.txt',
+        plan_erase("plain"),
+        plan_erase("restore1", "restore_native_max=true"),
+        'hdparm -N "$dev" > hpa-after-boot1.txt 2>&1',
+    ]))
+    ok(first)
+    assert f"max sectors   = {HPA_VISIBLE}/{native}, HPA is enabled" in first.read("setmax.txt")
+    assert first.read("size1.txt").strip() == str(HPA_VISIBLE)
+    rec = plan_record(first, "plain")
+    hpa = rec["hidden_areas"]["ata"]["hpa"]
+    assert hpa == {"enabled": True, "current_sectors": HPA_VISIBLE, "native_sectors": native,
+                   "hidden_sectors": native - HPA_VISIBLE}, rec["hidden_areas"]
+    assert any("HPA enabled" in w and "may not be covered" in w for w in rec["warnings"])
+    assert "native_max_restore" not in rec["hidden_areas"]["ata"]
+    rec = plan_record(first, "restore1")
+    restore = rec["hidden_areas"]["ata"]["native_max_restore"]
+    assert restore["result"] == "failed", restore
+    assert any("native max restore failed" in w for w in rec["warnings"]), rec["warnings"]
+    assert "one non-volatile change per power cycle" in emu_log(first)
+    assert f"{HPA_VISIBLE}/{native}, HPA is enabled" in first.read("hpa-after-boot1.txt")
+    assert json.loads((drive.folder / "state.json").read_text())["max_sectors"] == HPA_VISIBLE
+
+    drive.write(hidden_lba * 512, b"HIDDEN DATA".ljust(512, b"\0"))  # the erases zeroed it
+    second = boot(work, "\n".join([
+        'hdparm -N "$dev" > hpa-boot2.txt 2>&1',
+        plan_erase("restore2", "restore_native_max=true"),
+        f'cat /sys/block/{name}/size > size2.txt',
+    ]))
+    ok(second)
+    assert f"{HPA_VISIBLE}/{native}, HPA is enabled" in second.read("hpa-boot2.txt")
+    rec = plan_record(second, "restore2")
+    restore = rec["hidden_areas"]["ata"]["native_max_restore"]
+    assert restore["result"] == "done", restore
+    assert (restore["before_sectors"], restore["after_sectors"]) == (HPA_VISIBLE, native)
+    assert restore["command"] == f"hdparm -N p{native} /dev/sda"
+    assert rec["hidden_areas"]["ata"]["hpa"]["hidden_sectors"] == 0
+    assert not any("HPA" in w for w in rec["warnings"]), rec["warnings"]
+    assert rec["result"]["status"] == "PASS", rec["result"]
+    assert second.read("size2.txt").strip() == str(native)
+    offsets = rec["verification"]["offsets"]
+    assert max(offsets) >= HPA_VISIBLE * 512, offsets  # the samples reach the restored end
+    assert "SET MAX ADDRESS EXT (non-volatile): max 32768 of 32768" in emu_log(second)
+    assert json.loads((drive.folder / "state.json").read_text())["max_sectors"] is None
+    assert drive.read(hidden_lba * 512, 512) == bytes(512)

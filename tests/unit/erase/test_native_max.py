@@ -52,3 +52,25 @@ def test_restore_that_did_not_take_is_a_failure() -> None:
     out, _ = _run((n, ENABLED, 0), (["hdparm", "-N", "p586072368", "/dev/sda"], "", 0),
                   (n, ENABLED, 0))
     assert out["result"] == "failed" and "still hides 2113 sectors" in str(out["reason"])
+
+
+def _restore_with_kernel(size: str) -> dict[str, object]:
+    n = ["hdparm", "-N", "/dev/sda"]
+    runner = ScriptedRunner()
+    runner.add(n, ENABLED)
+    runner.add(["hdparm", "-N", "p586072368", "/dev/sda"], "")
+    runner.add(n, RESTORED)
+    runner.add(["sh", "-c", "echo 1 > /sys/block/sda/device/rescan"], "")
+    return restore_native_max(Host(runner, FakeFS({"/sys/block/sda/size": size})), "/dev/sda")
+
+
+def test_restore_rescans_so_the_kernel_sees_the_native_max() -> None:
+    out = _restore_with_kernel("586072368\n")
+    assert out["result"] == "done"
+    assert out["kernel"] == {"command": "sh -c echo 1 > /sys/block/sda/device/rescan",
+                             "sectors": 586072368}
+
+
+def test_restore_the_kernel_does_not_see_is_a_failure() -> None:
+    out = _restore_with_kernel("586070255\n")
+    assert out["result"] == "failed" and "kernel still sees 586070255" in str(out["reason"])

@@ -9,6 +9,7 @@ public captures (tests/data/erase/hidden, each file names its source).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -195,4 +196,33 @@ def restore_native_max(host: Host, path: str) -> dict[str, Any]:
         return {**out, "result": "failed",
                 "reason": f"the drive still hides {after.hidden_sectors} sectors after "
                           "SET MAX ADDRESS"}
+    kernel = rescan_kernel_view(host, path)
+    out["kernel"] = kernel
+    if isinstance(kernel.get("sectors"), int) and kernel["sectors"] < after.current_sectors:
+        return {**out, "result": "failed",
+                "reason": f"the kernel still sees {kernel['sectors']} of "
+                          f"{after.current_sectors} sectors after the rescan: an erase "
+                          "through it would not reach the restored end"}
     return {**out, "result": "done"}
+
+
+def rescan_argv(path: str) -> list[str]:
+    """SCSI rescan of the disk (``sd`` reads the capacity again: hdparm -N does not tell the
+    kernel, which keeps the old, smaller size until then)."""
+    name = os.path.basename(path)
+    if not re.fullmatch(r"[A-Za-z0-9]+", name):
+        raise ValueError(f"not a kernel disk name: {path!r}")
+    return ["sh", "-c", f"echo 1 > /sys/block/{name}/device/rescan"]
+
+
+def rescan_kernel_view(host: Host, path: str) -> dict[str, Any]:
+    """After SET MAX ADDRESS: rescan, then the sectors the kernel sees (``/sys/block/X/size``,
+    None when unreadable) - what the erase and its verification will address."""
+    out: dict[str, Any] = {"command": " ".join(rescan_argv(path))}
+    try:
+        host.runner.run(rescan_argv(path), timeout=60.0)
+    except CommandError as exc:
+        out["error"] = str(exc)
+    size = (host.fs.read_text(f"/sys/block/{os.path.basename(path)}/size") or "").strip()
+    out["sectors"] = int(size) if size.isdigit() else None
+    return out

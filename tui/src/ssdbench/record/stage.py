@@ -108,6 +108,27 @@ def unlock_for_erase(ctx: RunContext, drive: dict[str, Any],
     return None, revert
 
 
+def _after_restore(ctx: RunContext, drive: dict[str, Any],
+                   restore: dict[str, Any]) -> dict[str, Any]:
+    """The kernel sees a restored native max after the rescan: discover the drive again so
+    the erase and its verification markers address the whole of it (discovery ran before)."""
+    sectors = (restore.get("kernel") or {}).get("sectors")
+    block = int(drive.get("logical_block_size") or 512)
+    if restore["result"] != "done" or not isinstance(sectors, int) or (
+            sectors * block == drive.get("size_bytes")):
+        return drive
+    from ssdbench.devices import DriveNotFound, discover, find_drive
+    from ssdbench.plan.engine import secure_erase_hook
+
+    try:
+        fresh = find_drive(discover(ctx.host), str(drive.get("path")))
+    except DriveNotFound as exc:
+        restore.update(result="failed", reason=f"the drive is gone after the restore: {exc}")
+        return drive
+    ctx.secure_erase = secure_erase_hook(fresh, ctx.run_dir.parent.parent)
+    return {**drive, "size_bytes": fresh.size_bytes}
+
+
 @dataclass
 class CertifiedEraseStage:
     """Erase and record; the run fails when the record says FAIL (with its reason)."""
@@ -122,10 +143,12 @@ class CertifiedEraseStage:
         params = ctx.params
         path = str(drive.get("path"))
         restore = None
-        if transport in ATA_TRANSPORTS:
+        # an ATA drive behind a SAS/SCSI path with the pass-through opt-in is ATA here too
+        if transport in ATA_TRANSPORTS or drive.get("ata_passthrough"):
             if getattr(params, "restore_native_max", False):
                 ctx.emit(self.name, "running", "restoring the native max (hdparm -N p<native>)")
                 restore = restore_native_max(ctx.host, path)
+                drive = _after_restore(ctx, drive, restore)
             ctx.emit(self.name, "running", "checking HPA and DCO (hdparm -N, --dco-identify)")
             block = int(drive.get("logical_block_size") or 512)
             size = drive.get("size_bytes")
