@@ -1,7 +1,7 @@
 """Restoring the native max (an HPA's hidden sectors) before the erase (#22 item 4): the
 hdparm -N calls through the one runner, fed the public captures of tests/data/erase/hidden.
-QEMU cannot take part: its IDE/AHCI core answers READ NATIVE MAX ADDRESS but has no SET MAX
-ADDRESS (hw/ide/core.c's ide_cmd_table), so no HPA can be set on a QEMU drive."""
+On a device (the real hdparm and kernel): the emulated SATA SSD in QEMU,
+tests/integration/test_ata_emu_qemu.py (QEMU's own IDE/AHCI has no SET MAX ADDRESS)."""
 
 from __future__ import annotations
 
