@@ -456,11 +456,14 @@ def _station_run(station: Station, jobs: list[DriveJob], root: Path, lines: Even
         board(ev)
         progress(ev)
 
+    kiosk_txt = threading.Lock()  # erase threads announce at once: the newest board wins
+
     def say(line: str) -> None:
         lines.say(f"ssdbench: {line}")
         root.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(root / "kiosk.txt",
-                          "".join(f"{ln}\n" for ln in station_lines(board.rows())))
+        with kiosk_txt:
+            atomic.write_text(root / "kiosk.txt",
+                              "".join(f"{ln}\n" for ln in station_lines(board.rows())))
         if mirror is not None:
             mirror.request()
 

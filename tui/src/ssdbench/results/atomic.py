@@ -1,13 +1,16 @@
 """Atomic, durable writes: a pulled plug leaves the old file or the new one, never half.
 
 Every results file is written to a temporary name in the same directory, flushed and
-fsynced, renamed over the final name, and the directory is fsynced.
+fsynced, renamed over the final name, and the directory is fsynced. The temporary name is
+the writer's own (``.NAME.tmp-PID-THREAD``): threads writing one file at once (the station's
+erases announcing into kiosk.txt) never take each other's temporary file away.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,7 @@ def fsync_dir(path: Path) -> None:
 def write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
     try:
         with open(tmp, "wb") as f:
             f.write(data)
