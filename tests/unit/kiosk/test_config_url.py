@@ -26,8 +26,11 @@ GOOD = 'plan = "diagnose"\non_finish = "poweroff"\n'
 
 class Files(http.server.BaseHTTPRequestHandler):
     files: ClassVar[dict[str, tuple[int, bytes]]] = {}
+    auth: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
+        if self.headers.get("Authorization"):
+            self.auth.append(self.headers["Authorization"])
         code, body = self.files.get(self.path.split("?")[0], (404, b"not here\n"))
         self.send_response(code)
         self.send_header("Content-Length", str(len(body)))
@@ -41,9 +44,11 @@ class Files(http.server.BaseHTTPRequestHandler):
 class Server:
     def __init__(self, port: int = 0, tls: ssl.SSLContext | None = None) -> None:
         self.files: dict[str, tuple[int, bytes]] = {}
+        self.auth: list[str] = []
 
         class Handler(Files):
             files = self.files
+            auth = self.auth
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.port = self.httpd.server_address[1]
@@ -180,3 +185,61 @@ def test_a_certificate_that_does_not_verify_is_a_config_error(tmp_path: Path) ->
         srv.stop()
     assert exc.value.key == "(tls)" and "self-signed" in exc.value.problem, exc.value
     assert waits == []
+
+
+def test_a_config_over_1_mib_stops_at_once(server: Server) -> None:
+    server.files["/big.toml"] = (200, b"# x\n" * 300_000)
+    waits: list[float] = []
+    with pytest.raises(ConfigError) as exc:
+        load_config(server.url("/big.toml"), say=lambda _l: None, wait=waits.append)
+    assert "larger than 1 MiB" in exc.value.problem and waits == []
+
+
+def test_user_and_password_in_the_url_are_basic_auth_and_never_shown(server: Server) -> None:
+    import base64
+
+    server.files["/lab/b.toml"] = (200, GOOD.encode())
+    said: list[str] = []
+    url = f"http://lab:s3cr%40t@127.0.0.1:{server.port}/lab/b.toml"
+    config = load_config(url, say=said.append, wait=lambda _s: pytest.fail("retried"))
+    assert config.plan == "diagnose"
+    assert server.auth == ["Basic " + base64.b64encode(b"lab:s3cr@t").decode()]
+    assert not any("s3cr" in line for line in said) and "s3cr" not in config.source
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/a.toml", "http://127.0.0.1:x/a.toml",
+                                 "http:///a.toml"])
+def test_a_url_that_cannot_work_is_a_config_error(url: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_config(url, say=lambda _l: None, wait=lambda _s: pytest.fail("retried"))
+    assert exc.value.key == "(url)" and "not a valid URL" in exc.value.problem
+
+
+def test_the_kiosk_names_a_url_config_without_its_token(server: Server, tmp_path: Path) -> None:
+    """The console line after loading (`config URL: plan ...`) printed the URL as given."""
+    import io
+
+    from ssdbench.devices.bundle import load_bundle
+    from ssdbench.kiosk.run import KioskOptions, run_kiosk
+    from ssdbench.system import Host
+    from tests.conftest import DATA
+
+    server.files["/k.toml"] = (200, b'plan = "quick"\nselect = ["serial:NOSUCH"]\n'
+                                    b'destroy = "all-eligible"\n')
+    b = load_bundle(DATA / "bundles" / "qemu-nvme-ahci-usb")
+
+    class Fs:  # the bundle's files, with this test's kernel command line
+        def __getattr__(self, name: str) -> object:
+            return getattr(b.fs, name)
+
+        def read_text(self, path: str) -> str | None:
+            if path == "/proc/cmdline":
+                return f"ssdbench.config={server.url('/k.toml?token=SECRETTOKEN')}\n"
+            return b.fs.read_text(path)
+
+    out, err = io.StringIO(), io.StringIO()
+    run_kiosk(KioskOptions(results=tmp_path / "results", no_power=True),
+              Host(b.runner, Fs()), out, err)  # type: ignore[arg-type]
+    console = out.getvalue() + err.getvalue()
+    assert f"config {server.url('/k.toml')}: plan quick" in console, console
+    assert "SECRETTOKEN" not in console

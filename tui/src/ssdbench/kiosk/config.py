@@ -34,6 +34,7 @@ form; nothing destructive runs then.  Example (shipped as ``ssdbench.toml.exampl
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import ssl
 import time
@@ -44,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ssdbench.lab.config import StoreConfig, StoreConfigError, parse_store
 
@@ -256,12 +257,29 @@ def is_url(text: str) -> bool:
 
 
 def shown_url(url: str) -> str:
-    """``url`` as messages name it: no user, password, query or fragment (tokens)."""
+    """``url`` as messages name it: no user, password, query or fragment (tokens). Never
+    raises: a malformed URL is named by what follows its user part."""
     u = urlsplit(url)
-    host = u.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{u.scheme}://{host}{f':{u.port}' if u.port else ''}{u.path}"
+    hostport = u.netloc.rpartition("@")[2]
+    return f"{u.scheme}://{hostport}{u.path}"
+
+
+def _request(url: str, source: str) -> urllib.request.Request:
+    """The GET for ``url``; a user and password in it become basic auth (urllib would send
+    them to DNS as part of the host name). A URL that cannot work is a ConfigError."""
+    try:
+        u = urlsplit(url)
+        u.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError as exc:
+        raise ConfigError(source, "(url)", f"is not a valid URL: {exc}") from None
+    if not u.hostname:
+        raise ConfigError(source, "(url)", "is not a valid URL: no host")
+    headers = {"User-Agent": "ssdbench"}
+    if u.username is not None:
+        pair = f"{unquote(u.username)}:{unquote(u.password or '')}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+        url = urlunsplit((u.scheme, u.netloc.rpartition("@")[2], u.path, u.query, ""))
+    return urllib.request.Request(url, headers=headers)
 
 
 def default_route() -> str:
@@ -288,19 +306,21 @@ def fetch_url(url: str, say: Callable[[str], None], *,
     to 30 s, each try said with what it waits for; an answer that will not change (another
     4xx, a TLS certificate that does not verify, more than 1 MiB) is a ConfigError."""
     source = shown_url(url)
+    req = _request(url, source)
     context = ssl.create_default_context() if url.startswith("https://") else None
     delay = 1.0
     attempt = 0
     while True:
         attempt += 1
         try:
-            req = urllib.request.Request(url, headers={"User-Agent": "ssdbench"})
             with urllib.request.urlopen(req, timeout=FETCH_TIMEOUT_S, context=context) as r:
                 body: bytes = r.read(MAX_CONFIG_BYTES + 1)
             if len(body) > MAX_CONFIG_BYTES:
                 raise ConfigError(source, "(url)", "is larger than 1 MiB: not a config")
             say(f"config fetched from {source} ({len(body)} bytes)")
             return body
+        except ConfigError:
+            raise  # an answer that will not change (too large): not worth a retry
         except urllib.error.HTTPError as exc:
             if 400 <= exc.code < 500 and exc.code not in (408, 429):
                 raise ConfigError(source, "(url)", f"the server answered {exc.code} "

@@ -28,8 +28,10 @@ from ssdbench.kiosk.config import (
     KioskConfig,
     choose_drives,
     find_config,
+    is_url,
     kernel_cmdline_value,
     load_config,
+    shown_url,
     unmatched_selectors,
 )
 from ssdbench.kiosk.mirror import StickMirror
@@ -223,7 +225,8 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
         plan = _plan_for(config)
     except (ConfigError, PlanError) as exc:
         return _bad_config(str(exc), out, err)
-    print(f"ssdbench: config {path}: plan {plan.name}, on_finish {config.on_finish}",
+    shown = shown_url(path) if isinstance(path, str) and is_url(path) else path
+    print(f"ssdbench: config {shown}: plan {plan.name}, on_finish {config.on_finish}",
           file=out, flush=True)
 
     from ssdbench.devices import discover
