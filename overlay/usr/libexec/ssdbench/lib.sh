@@ -34,6 +34,31 @@ load_cmdline() {
 
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 
+# A URL as the console may show it: no user, password, query or fragment (they may be secrets).
+shown_url() {
+    _u=${1%%[?#]*}
+    _rest=${_u#*://}
+    _host=${_rest%%/*}
+    printf '%s://%s%s\n' "${_u%%://*}" "${_host##*@}" "${_rest#"$_host"}"
+}
+
+# The reason the network is wanted, or nothing (docs/lab.md "Network boot"): no results stick
+# ($1 empty), a config URL ($2 = ssdbench.config), or a config on the stick ($3 = its mount
+# point) that sends results to a lab's store.
+network_reason() {
+    _why=
+    [ -z "$1" ] && _why="no results stick"
+    case ${2:-ssdbench.toml} in
+    http://* | https://*) _why="the config is $(shown_url "$2")" ;;
+    /*) _cfg=$2 ;;
+    *) _cfg=$3/${2:-ssdbench.toml} ;;
+    esac
+    if [ -n "$1" ] && [ -f "${_cfg:-}" ] && grep -q '^[[:space:]]*\[store\]' "$_cfg"; then
+        _why="$_cfg has a [store]"
+    fi
+    printf '%s\n' "$_why"
+}
+
 # Is there a UART behind ttyS0 (type 0 = none)?
 have_serial() {
     [ -c /dev/ttyS0 ] && [ "$(cat /sys/class/tty/ttyS0/type 2>/dev/null || echo 0)" != 0 ]
