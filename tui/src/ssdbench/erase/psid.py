@@ -107,10 +107,10 @@ def psid_revert(host: Host, device: str, psid: str) -> PsidRevert:
     try:
         with hidden_in_logs(psid):  # on the label, but not in log.txt, the screen or a store
             res = host.runner.run(revert_argv(psid, device), timeout=PSID_REVERT_TIMEOUT_S)
-    except CommandNotFound as exc:
+    except CommandNotFound:
         raise PsidError(
             "PSID revert needs sedutil-cli, which this image does not have (the stick image "
-            "has it; the Debian dev image does not)") from exc
+            "has it; the Debian dev image does not)") from None  # its argv holds the PSID
     except CommandError as exc:
         out = exc.stdout.decode("utf-8", "replace") + exc.stderr_tail
         return PsidRevert(device, _utc(wall0), _utc(time.time()), time.monotonic() - t0,
