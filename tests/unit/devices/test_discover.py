@@ -304,3 +304,50 @@ def test_find_drive_by_path_name_serial_and_clear_error() -> None:
 
 def test_fixture_dir_is_inside_the_repo() -> None:
     assert "shared" not in FIXTURES.parts
+
+
+def test_only_restricts_every_command_to_the_named_disks() -> None:
+    """``only`` (the station's free drives, the erase stage's own drive): lsblk and blkid are
+    given the devices they may read, and no other drive gets a command (`nvme list` would
+    identify every namespace, hdparm/smartctl are per drive)."""
+    m = FakeMachine()
+    m.disk("sda", SATA_SYS, serial="S-A")
+    m.disk("sdb", SATA_SYS, parts=("sdb1",), minor=16, serial="S-B")
+    m.disk("nvme0n1", NVME_SYS, major=259, minor=0, serial="N-0")
+    host = m.finish()
+    m.runner.add([*LSBLK_ARGV, "/dev/sdb"], stdout=json.dumps({"blockdevices": m.lsblk[1:2]}))
+    m.runner.add([*BLKID_ARGV, "/dev/sdb", "/dev/sdb1"], stdout="", returncode=2)
+    m.runner.add(["hdparm", "-I", "/dev/sdb"],
+                 stdout=hdparm_fixture("hdparm-I_crucial-mx100-512g_ssd_frozen_sanitize.txt"))
+    smart_missing(m, "/dev/sdb")
+    (d,) = discover(host, only={"sdb"})
+    assert (d.name, d.serial) == ("sdb", "14330CEF1CD1")
+    assert not [p for p in d.problems if p.tool in ("lsblk", "blkid")]
+    reached = {a for argv in m.runner.calls for a in argv
+               if a.startswith("/dev/") and a != "/dev/null"}
+    assert reached == {"/dev/sdb", "/dev/sdb1"}, m.runner.calls
+
+
+def test_only_with_nothing_to_look_at_runs_no_command() -> None:
+    m = FakeMachine()
+    m.disk("sda", SATA_SYS)
+    host = m.finish()
+    assert discover(host, only=()) == []
+    assert m.runner.calls == []
+
+
+def test_only_parses_real_restricted_lsblk_output() -> None:
+    """The real answer of lsblk given devices (one pulled: exit 64) on the machine of the
+    this-machine bundle: discovery of vda alone finds the drive as the full discovery did."""
+    from ssdbench.devices.bundle import load_bundle
+
+    from .fixtures import BUNDLES
+
+    bundle = load_bundle(BUNDLES / "this-machine-virtio-loop")
+    (full,) = [d for d in discover(Host(bundle.runner, bundle.fs)) if d.name == "vda"]
+    bundle.runner.add([*LSBLK_ARGV, "/dev/vda"], returncode=64, stdout=fixture_text(
+        "lsblk/lsblk-json-O_named-devices_vda+missing_exit64.json"))
+    bundle.runner.add([*BLKID_ARGV, "/dev/vda"], stdout="")  # real: nothing, exit 0
+    (only,) = discover(Host(bundle.runner, bundle.fs), only={"vda"})
+    assert only.problems == ()
+    assert only.to_json() == full.to_json()

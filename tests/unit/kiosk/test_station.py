@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,8 +70,8 @@ class World:
     def exists(self, path: str) -> bool:
         return True
 
-    def discover(self, host: Host) -> list[Drive]:
-        names = host.fs.listdir("/sys/block")
+    def discover(self, host: Host, only: Collection[str]) -> list[Drive]:
+        names = [n for n in host.fs.listdir("/sys/block") if n in only]
         self.discovered.append(names)
         return [self.present[n] for n in names if n in self.present]
 
@@ -274,47 +274,63 @@ def test_a_drive_plugged_in_before_the_station_starts_watching_is_not_missed(
 
 
 def test_discovery_while_a_drive_erases_probes_only_the_other_drives(tmp_path: Path) -> None:
-    """blkid without device arguments reads every block device: a drive in an ATA security
-    erase would hold it (and so the station) until its erase ends. The station's discovery
-    names the devices blkid may read: the drives not being erased and their partitions."""
-    from ssdbench.devices.lsblk import BLKID_ARGV
-    from ssdbench.system import Result
-
-    calls: list[tuple[str, ...]] = []
-
-    class Runner(ReplayRunner):
-        def run(self, argv: Sequence[str], **kw: object) -> Result:
-            calls.append(tuple(argv))
-            return Result(tuple(argv), 2, b"", b"", 0.0)
-
+    """Discovery's tools (lsblk, blkid, hdparm, smartctl...) must not reach a drive in its
+    erase (an ATA security erase would hold them, and the station, for hours): the station
+    restricts discovery to the drives not being erased, and with every drive erasing it does
+    not run discovery at all (blkid with no device named reads every device)."""
     a, b = drive("sda", "A1"), drive("sdb", "B1")
     world = World(present={"sda": a}, plug={3: b})
-    release = threading.Event()
+    sdb_seen, release = threading.Event(), threading.Event()
+    looks: list[list[str]] = []
     lines: list[str] = []
     st = station(world, config("all-eligible"), tmp_path, lines)
-    st.host = Host(Runner(), world)
-    partitions = {"/sys/block/sdb": ["sdb1", "queue", "size"]}
-    world.listdir = lambda path: (  # type: ignore[method-assign]
-        partitions.get(path) or sorted(world.present) if path.startswith("/sys/block")
-        else [])
-    world.exists = lambda path: path == "/sys/block/sdb/sdb1/partition"  # type: ignore[method-assign]
 
-    def discover(host: Host) -> list[Drive]:
-        host.runner.run(list(BLKID_ARGV), ok_codes=(0, 2))
-        return World.discover(world, host)
+    def discover(host: Host, only: Collection[str]) -> list[Drive]:
+        looks.append(sorted(only))
+        if "sdb" in only:
+            sdb_seen.set()
+        return World.discover(world, host, only)
 
     def start(job: DriveJob) -> DriveOutcome:
         if job.drive.name == "sda":
-            release.wait(30)  # erasing until sdb was discovered
+            sdb_seen.wait(30)  # erasing until sdb was discovered
+            release.wait(30)  # then until sdb's erase ends
         else:
             release.set()
         return finished(tmp_path, job.drive, None)
 
     st.discover, st.start = discover, start
     st.run()
-    blkids = [c for c in calls if c[0] == "blkid"]
-    assert blkids[0] == (*BLKID_ARGV, "/dev/sda")  # the first look: sda is not busy yet
-    assert (*BLKID_ARGV, "/dev/sdb", "/dev/sdb1") in blkids  # sda erasing: not read
+    assert looks[0] == ["sda"]  # the first look: sda is not busy yet
+    assert ["sdb"] in looks  # sda erasing: not read
+    assert all(names for names in looks), looks  # never a discovery of nothing (= all)
+
+
+def test_no_discovery_at_all_while_every_drive_erases(tmp_path: Path) -> None:
+    """A look while the only drive erases (/sys/block changed: a partition table reread, a
+    drive plugged and pulled between two polls) must not run discovery: there is nothing to
+    look at, and discovery's blkid and lsblk, given no devices, read every one."""
+    a = drive("sda", "A1")
+    world = World(present={"sda": a})
+    looks: list[list[str]] = []
+    lines: list[str] = []
+    st = station(world, config("all-eligible"), tmp_path, lines)
+    release = threading.Event()
+
+    def discover(host: Host, only: Collection[str]) -> list[Drive]:
+        looks.append(sorted(only))
+        return World.discover(world, host, only)
+
+    def start(job: DriveJob) -> DriveOutcome:
+        release.wait(30)
+        return finished(tmp_path, job.drive, None)
+
+    st.discover, st.start = discover, start
+    st.add(DriveJob(a, a.consent_id, build_plan("erase")))
+    st.scan()
+    release.set()
+    assert looks == []
+    assert st.board.rows()[0].present  # and the erasing drive is not taken for pulled
 
 
 def test_the_lab_status_names_a_drive_plugged_in_later(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from ssdbench.devices.lsblk import (
     BLKID_ARGV,
     BLKID_OK_CODES,
     LSBLK_ARGV,
+    LSBLK_SOME_OK_CODES,
     LsblkDevice,
     parse_blkid_export,
     parse_lsblk_json,
@@ -254,7 +255,8 @@ def ata_passthrough_optins(env: Mapping[str, str] | None = None) -> frozenset[st
 
 
 def discover(
-    host: Host, *, include_all: bool = False, ata_passthrough: Collection[str] | None = None
+    host: Host, *, include_all: bool = False, ata_passthrough: Collection[str] | None = None,
+    only: Collection[str] | None = None,
 ) -> list[Drive]:
     """Every drive ssdbench can show, with identity, capabilities and safety.
 
@@ -263,9 +265,24 @@ def discover(
     ``ata_passthrough`` (default: :func:`ata_passthrough_optins`) opts SAS/SCSI drives in
     to ATA pass-through by serial, kernel name or path; every other SAS/SCSI drive keeps
     the ``scsi-not-supported`` refusal.
+
+    ``only`` (kernel names) restricts discovery to those disks, and no command reaches any
+    other device: lsblk and blkid are given the disks (and their partitions) to read, and
+    ``nvme list`` (which identifies every namespace) is not run. The station uses it for the
+    drives not being erased, the erase stage for its own drive. Nothing to look at runs
+    nothing.
     """
     optins = ata_passthrough_optins() if ata_passthrough is None else frozenset(ata_passthrough)
-    names = [n for n in host.fs.listdir("/sys/block") if is_listed(host, n, include_all)]
+    names = [n for n in host.fs.listdir("/sys/block")
+             if (only is None or n in only) and is_listed(host, n, include_all)]
+    lsblk_argv = list(LSBLK_ARGV)
+    lsblk_ok: tuple[int, ...] = (0,)
+    blkid_argv = list(BLKID_ARGV)
+    if only is not None:
+        lsblk_argv += [f"/dev/{n}" for n in names]
+        lsblk_ok = LSBLK_SOME_OK_CODES  # a drive pulled since /sys/block was read
+        blkid_argv += [dev for n in names
+                       for dev in (f"/dev/{n}", *(f"/dev/{p}" for p in _partitions(host, n)))]
     all_disks = host.fs.listdir("/sys/block")
     global_problems: list[ToolProblem] = []
     lsblk_by_name: dict[str, LsblkDevice] = {}
@@ -276,7 +293,7 @@ def discover(
         tree = lsblk_probe.attempt(
             "lsblk",
             lambda: parse_lsblk_json(
-                host.runner.run(list(LSBLK_ARGV), timeout=LSBLK_TIMEOUT_S).text
+                host.runner.run(lsblk_argv, ok_codes=lsblk_ok, timeout=LSBLK_TIMEOUT_S).text
             ),
         )
         global_problems.extend(lsblk_probe.problems)
@@ -293,7 +310,7 @@ def discover(
             probed = blkid_probe.attempt(
                 "blkid",
                 lambda: parse_blkid_export(host.runner.run(
-                    list(BLKID_ARGV), ok_codes=BLKID_OK_CODES, timeout=LSBLK_TIMEOUT_S).text),
+                    blkid_argv, ok_codes=BLKID_OK_CODES, timeout=LSBLK_TIMEOUT_S).text),
             )
             global_problems.extend(blkid_probe.problems)
             for kname, values in (probed or {}).items():
@@ -310,7 +327,7 @@ def discover(
     namespaces: dict[str, NvmeNamespace] = {}
     ns_problems: dict[str, list[ToolProblem]] = {}
     nvme_list: dict[str, NvmeListEntry] = {}
-    if nvme_names:
+    if nvme_names and only is None:
         list_probe = _Probe("nvme list")
         entries = list_probe.attempt(
             "nvme list",

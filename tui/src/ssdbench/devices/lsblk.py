@@ -17,6 +17,9 @@ from ssdbench.devices.nvme import load_json_object
 # What discovery asks for: every column (`-O`) in bytes.  -O exists in every util-linux
 # that has --json (2.27+), and unknown columns cannot make it fail.
 LSBLK_ARGV = ("lsblk", "--json", "--bytes", "-O")
+# With devices named after it: 32 = none of them found, 64 = some of them not found (the
+# ones found are still printed).
+LSBLK_SOME_OK_CODES = (0, 32, 64)
 
 _SUFFIXES = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40,
              "P": 1 << 50, "E": 1 << 60}

@@ -288,7 +288,8 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     outcomes: list[DriveOutcome]
     if config.station is not None:
         station = Station(host, config, config.station,
-                          discover=lambda h: discover(h, include_all=opts.include_all),
+                          discover=lambda h, only: discover(h, include_all=opts.include_all,
+                                                            only=only),
                           job_for=lambda d: _station_job(config, plan, journal, d, out),
                           cancel=cancel)
         station.known.extend(drives)

@@ -22,24 +22,15 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from ssdbench.devices import Drive, block_devices_signature
-from ssdbench.devices.lsblk import BLKID_ARGV
 from ssdbench.kiosk.config import KioskConfig, StationConfig, choose_drives
 from ssdbench.plan.engine import DriveJob, DriveOutcome
 from ssdbench.progress import Progress
-from ssdbench.system import (
-    CommandSink,
-    Host,
-    HostFS,
-    Result,
-    Runner,
-    RunningProcess,
-)
+from ssdbench.system import Host
 
 WAITING = "waiting"
 ERASING = "erasing"
@@ -139,67 +130,8 @@ def record_summary(outcome: DriveOutcome) -> tuple[bool, str]:
     return passed, f"{what if passed else reason}; record {where}"
 
 
-class _OnlyFS:
-    """The host's files, where /sys/block lists only ``names``: discovery of the drives that
-    are not being erased (no tool reaches a drive in its erase)."""
-
-    def __init__(self, inner: HostFS, hidden: set[str]) -> None:
-        self.inner = inner
-        self.hidden = hidden
-
-    def read_text(self, path: str) -> str | None:
-        return self.inner.read_text(path)
-
-    def listdir(self, path: str) -> list[str]:
-        names = self.inner.listdir(path)
-        if path.rstrip("/") == "/sys/block":
-            names = [n for n in names if n not in self.hidden]
-        return names
-
-    def readlink(self, path: str) -> str | None:
-        return self.inner.readlink(path)
-
-    def exists(self, path: str) -> bool:
-        return self.inner.exists(path)
-
-
 def _unset(job: DriveJob) -> DriveOutcome:
     raise RuntimeError(f"Station.start not set: {job.drive.name} not erased")
-
-
-class _OnlyRunner:
-    """The host's runner, where blkid (which without arguments reads every block device, a
-    drive in its erase too: an ATA security erase would hold it for hours) is given the
-    devices it may read: the disks ``fs`` lists and their partitions."""
-
-    def __init__(self, inner: Runner, fs: HostFS) -> None:
-        self.inner = inner
-        self.fs = fs
-
-    def _devices(self) -> list[str]:
-        paths = []
-        for name in sorted(self.fs.listdir("/sys/block")):
-            paths.append(f"/dev/{name}")
-            paths += [f"/dev/{part}" for part in sorted(self.fs.listdir(f"/sys/block/{name}"))
-                      if self.fs.exists(f"/sys/block/{name}/{part}/partition")]
-        return paths
-
-    def run(self, argv: Sequence[str], *, ok_codes: Sequence[int] = (0,),
-            timeout: float | None = 60.0, env: Mapping[str, str] | None = None) -> Result:
-        if tuple(argv) == BLKID_ARGV:
-            argv = [*argv, *self._devices()]
-        return self.inner.run(argv, ok_codes=ok_codes, timeout=timeout, env=env)
-
-    def stream(self, argv: Sequence[str], *, ok_codes: Sequence[int] = (0,),
-               env: Mapping[str, str] | None = None,
-               cwd: str | Path | None = None) -> RunningProcess:
-        return self.inner.stream(argv, ok_codes=ok_codes, env=env, cwd=cwd)
-
-    def add_sink(self, sink: CommandSink) -> None:
-        self.inner.add_sink(sink)
-
-    def remove_sink(self, sink: CommandSink) -> None:
-        self.inner.remove_sink(sink)
 
 
 @dataclass
@@ -207,12 +139,14 @@ class Station:
     """The loop of station mode (see the module docstring). ``start(drive)`` runs the plan
     on one drive and returns its outcome (blocking; it runs in a thread of its own);
     ``eligible(drive)`` is None when the drive should be erased, else why not (the journal
-    says it finished, ...); ``say`` gets one line per event."""
+    says it finished, ...); ``say`` gets one line per event. ``discover(host, names)`` is
+    discovery restricted to those kernel names (``devices.discover(..., only=names)``: no
+    command reaches another drive)."""
 
     host: Host
     config: KioskConfig
     settings: StationConfig
-    discover: Callable[[Host], list[Drive]]
+    discover: Callable[[Host, Collection[str]], list[Drive]]
     job_for: Callable[[Drive], DriveJob | str]
     # the front end sets these two before run(): how a job runs, where a line goes
     start: Callable[[DriveJob], DriveOutcome] = field(default=_unset)
@@ -263,8 +197,9 @@ class Station:
         with self._lock:
             busy = {name for name, _t in self._running.values()}
             busy_ids = set(self._running)
-        fs = _OnlyFS(self.host.fs, busy)
-        drives = self.discover(Host(_OnlyRunner(self.host.runner, fs), fs))
+        free = [n for n in self.host.fs.listdir("/sys/block") if n not in busy]
+        # every disk erasing: no discovery at all (no tool may read a drive in its erase)
+        drives = self.discover(self.host, free) if free else []
         for row in self.board.present({d.consent_id for d in drives} | busy_ids):
             self.say(f"station: {row.name} ({row.consent_id}) removed ({row.state})")
         new = [d for d in drives if d.consent_id not in self.seen]
