@@ -78,6 +78,36 @@ def test_native_max_restored_before_the_erase_and_recorded(tmp_path: Path) -> No
     assert "Native max restored first" in html and "586070255 → 586072368 sectors" in html
 
 
+def test_the_restored_drive_alone_is_discovered_again(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel sees the restored size: the stage discovers the drive again, and only it
+    (a discovery of every drive would send hdparm, smartctl, lsblk, blkid to drives in the
+    middle of their own erases)."""
+    bigger = SECTORS + 2048
+    monkeypatch.setattr("ssdbench.record.stage.restore_native_max", lambda host, path: {
+        "result": "done", "before_sectors": SECTORS, "after_sectors": bigger,
+        "kernel": {"sectors": bigger}})
+    looked: list[Any] = []
+    fresh = type("D", (), {"path": "/dev/sda", "size_bytes": bigger * 512})()
+
+    def discover(host: Host, *, only: Any = None) -> list[Any]:
+        looked.append(only)
+        return [fresh]
+
+    monkeypatch.setattr("ssdbench.devices.discover", discover)
+    monkeypatch.setattr("ssdbench.devices.find_drive", lambda drives, spec: drives[0])
+    monkeypatch.setattr("ssdbench.plan.engine.secure_erase_hook",
+                        lambda drive, root: lambda ctx: ERASE)
+    runner = ScriptedRunner()
+    runner.add(["hdparm", "-N", "/dev/sda"], RESTORED)  # the hidden-area check
+    _health_and_tools(runner)
+    ctx, _erased, run_dir = _setup(tmp_path, runner, RunParams(restore_native_max=True))
+    CertifiedEraseStage().execute(ctx)
+    assert looked == [{"sda"}]
+    rec = json.loads((run_dir / "erase-record.json").read_text())
+    assert rec["hidden_areas"]["ata"]["native_max_restore"]["result"] == "done"
+
+
 def test_restore_is_off_unless_asked_for() -> None:
     assert RunParams().restore_native_max is False
     assert RunParams().with_values({"restore_native_max": "yes"}).restore_native_max is True
@@ -122,7 +152,13 @@ def test_psid_revert_then_erase(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     _health_and_tools(runner)
     ctx, erased, run_dir = _setup(tmp_path, runner, RunParams(psid=PSID), sed=_locked())
     unlocked = type("D", (), {"sed_locked": False, "sed": None, "path": "/dev/sda"})()
-    monkeypatch.setattr("ssdbench.devices.discover", lambda host: [unlocked])
+    looked: list[Any] = []
+
+    def discover(host: Host, *, only: Any = None) -> list[Any]:
+        looked.append(only)
+        return [unlocked]
+
+    monkeypatch.setattr("ssdbench.devices.discover", discover)
     monkeypatch.setattr("ssdbench.devices.find_drive", lambda drives, spec: drives[0])
     hooks: list[Any] = []
 
@@ -138,6 +174,7 @@ def test_psid_revert_then_erase(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr("ssdbench.plan.engine.secure_erase_hook", fake_hook)
     CertifiedEraseStage().execute(ctx)
     assert erased == [2] and hooks[0][1] == tmp_path / "results"
+    assert looked == [{"sda"}]  # this drive only: the others may be in their erases
     rec = json.loads((run_dir / "erase-record.json").read_text())
     assert rec["tcg_revert"]["result"] == "done" and rec["result"]["status"] == "PASS"
     assert rec["tcg_revert"]["method"] == "tcg-psid-revert"

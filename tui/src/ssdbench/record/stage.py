@@ -5,9 +5,10 @@ again, and write the signed record - also when the erase failed (a FAIL record).
 from __future__ import annotations
 
 import json
+import os.path
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ssdbench.erase.hidden import ata_hidden_areas, nvme_hidden_capacity, restore_native_max
 from ssdbench.erase.psid import PsidError, psid_revert
@@ -17,6 +18,9 @@ from ssdbench.stages.base import RunContext, StageFailed, with_drive_state
 from ssdbench.stages.discard import EraseStage
 from ssdbench.stages.health import HealthStage
 from ssdbench.system import CommandError, Host
+
+if TYPE_CHECKING:
+    from ssdbench.devices import Drive
 
 ATA_TRANSPORTS = ("sata", "ata")
 
@@ -73,6 +77,23 @@ def _health(ctx: RunContext, phase: str) -> Any:
     return (ctx.record.data.get("health") or {}).get(phase)
 
 
+def _rediscover(ctx: RunContext, drive: dict[str, Any]) -> Drive | str:
+    """Discovery of this drive alone (its kernel name), or why it is gone: no tool reaches
+    the other drives, which may be in their own erases (station mode, a parallel kiosk
+    run). The run's secure erase follows the fresh state."""
+    from ssdbench.devices import DriveNotFound, discover, find_drive
+    from ssdbench.plan.engine import secure_erase_hook
+
+    path = str(drive.get("path"))
+    name = str(drive.get("name") or os.path.basename(path))
+    try:
+        fresh = find_drive(discover(ctx.host, only={name}), path)
+    except DriveNotFound as exc:
+        return str(exc)
+    ctx.secure_erase = secure_erase_hook(fresh, ctx.run_dir.parent.parent)
+    return fresh
+
+
 def unlock_for_erase(ctx: RunContext, drive: dict[str, Any],
                      stage: str) -> tuple[str | None, dict[str, Any] | None]:
     """A locked self-encrypting drive (discovery's ``sed.blocks_erase``): without a PSID the
@@ -94,17 +115,12 @@ def unlock_for_erase(ctx: RunContext, drive: dict[str, Any],
             "method": "tcg-psid-revert", "device": path, "result": "failed", "detail": str(exc)}
     if revert["result"] != "done":
         return f"{locked}; PSID revert failed: {revert['detail']}", revert
-    from ssdbench.devices import DriveNotFound, discover, find_drive
-    from ssdbench.plan.engine import secure_erase_hook
-
-    try:
-        fresh = find_drive(discover(ctx.host), path)
-    except DriveNotFound as exc:
-        return f"PSID revert done but the drive is gone: {exc}", revert
+    fresh = _rediscover(ctx, drive)
+    if isinstance(fresh, str):
+        return f"PSID revert done but the drive is gone: {fresh}", revert
     if fresh.sed_locked:
         return (f"PSID revert reported success but the drive is still locked "
                 f"({fresh.sed.lock_reason if fresh.sed else ''})"), revert
-    ctx.secure_erase = secure_erase_hook(fresh, ctx.run_dir.parent.parent)
     return None, revert
 
 
@@ -117,15 +133,10 @@ def _after_restore(ctx: RunContext, drive: dict[str, Any],
     if restore["result"] != "done" or not isinstance(sectors, int) or (
             sectors * block == drive.get("size_bytes")):
         return drive
-    from ssdbench.devices import DriveNotFound, discover, find_drive
-    from ssdbench.plan.engine import secure_erase_hook
-
-    try:
-        fresh = find_drive(discover(ctx.host), str(drive.get("path")))
-    except DriveNotFound as exc:
-        restore.update(result="failed", reason=f"the drive is gone after the restore: {exc}")
+    fresh = _rediscover(ctx, drive)
+    if isinstance(fresh, str):
+        restore.update(result="failed", reason=f"the drive is gone after the restore: {fresh}")
         return drive
-    ctx.secure_erase = secure_erase_hook(fresh, ctx.run_dir.parent.parent)
     return {**drive, "size_bytes": fresh.size_bytes}
 
 
