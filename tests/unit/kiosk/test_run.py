@@ -4,6 +4,7 @@ import io
 import subprocess
 import sys
 
+from ssdbench.kiosk.config import KioskConfig, parse_config
 from ssdbench.kiosk.run import EventLines
 from ssdbench.progress import Progress
 from tests.conftest import REPO
@@ -34,3 +35,38 @@ def test_kiosk_never_loads_textual() -> None:
     code = ("import sys, ssdbench.commands.kiosk, ssdbench.kiosk.run, ssdbench.plan.engine;"
             "sys.exit(1 if 'textual' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
+
+
+PSID = "00215A9C0AA61EDA8F92DE7A9E30D969"
+
+
+def _kiosk_config(**keys: object) -> KioskConfig:
+
+    return parse_config({"plan": "erase", "destroy": "all-eligible",
+                         "params": {"psid": PSID}, **keys})
+
+
+def test_a_kiosk_psid_needs_select_to_name_exactly_one_drive_by_serial() -> None:
+    """A `[params]` psid is tried on every locked drive of the session; each other drive
+    answers NOT_AUTHORIZED and may lock out until a power cycle."""
+    import pytest
+
+    from ssdbench.kiosk.config import ConfigError
+    from ssdbench.kiosk.run import _plan_for
+
+    for select in ("all-eligible", ["model:Samsung*"], ["serial:S1", "serial:S2"]):
+        with pytest.raises(ConfigError, match=r"`params\.psid`: a PSID belongs to one drive"):
+            _plan_for(_kiosk_config(select=select))
+    plan = _plan_for(_kiosk_config(select=["serial:S1"]))
+    assert plan.params.psid == PSID
+
+
+def test_a_kiosk_psid_is_refused_in_station_mode() -> None:
+    import pytest
+
+    from ssdbench.kiosk.config import ConfigError
+    from ssdbench.kiosk.run import _plan_for
+
+    with pytest.raises(ConfigError, match=r"`params\.psid`: not allowed with \[station\]"):
+        _plan_for(_kiosk_config(select=["serial:S1"],
+                                station={"idle_minutes": 1}))

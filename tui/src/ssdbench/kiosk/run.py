@@ -175,9 +175,32 @@ def _bad_config(message: str, out: TextIO, err: TextIO) -> int:
     return int(ExitCode.USAGE)
 
 
+def _psid_bound_to_one_drive(config: KioskConfig) -> None:
+    """A `[params]` psid is tried on every locked drive of the session: each other drive
+    answers NOT_AUTHORIZED and may lock out until a power cycle. So kiosk mode takes one only
+    when `select` names exactly one drive by serial, and never in station mode (any drive
+    may be plugged in). ConfigError names the key."""
+    if not config.params.get("psid"):
+        return
+    if config.station is not None:
+        raise ConfigError(config.source, "params.psid",
+                          "not allowed with [station] (each plugged-in drive would be tried "
+                          "with it); PSID revert one drive at a time: a config without "
+                          "[station] whose `select` is [\"serial:ITS-SERIAL\"]")
+    one = (not config.select_all and len(config.selectors) == 1
+           and config.selectors[0].kind == "serial")
+    if not one:
+        raise ConfigError(config.source, "params.psid",
+                          "a PSID belongs to one drive: `select` must be exactly one "
+                          "\"serial:EXACT\" entry (the drive whose label shows this PSID), "
+                          f"got {[str(s) for s in config.selectors] or 'all-eligible'}")
+
+
 def _plan_for(config: KioskConfig) -> Plan:
     """The config's plan with its `[params]`; a PlanError names the file, [params] and the
-    key (``ssdbench.toml [params]: `torture_seconds`: expected ...``)."""
+    key (``ssdbench.toml [params]: `torture_seconds`: expected ...``); a psid not bound to
+    one drive is a ConfigError."""
+    _psid_bound_to_one_drive(config)
     plan = build_plan(config.plan)
     if config.params:
         plan = plan.with_params(dict(config.params), source=f"{config.source} [params]")
