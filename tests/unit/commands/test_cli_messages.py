@@ -71,3 +71,13 @@ def test_unknown_keys_read_the_same_in_params_as_in_plans_and_the_kiosk() -> Non
         assert str(exc).startswith("x.toml: `nonsense`: unknown key; the keys are "), exc
     else:
         raise AssertionError("an unknown key was accepted")
+
+
+def test_a_psid_with_two_drives_is_refused_before_any_is_touched(tmp_path: Path) -> None:
+    """A PSID is one drive's: with two drives it would be tried on the other as well (a
+    NOT_AUTHORIZED there, perhaps a lock-out until a power cycle)."""
+    psid = "00215A9C0AA61EDA8F92DE7A9E30D969"
+    rc, err = run(["/dev/loop1", "/dev/loop2", "--plan", "erase", "--set", f"psid={psid}",
+                   "--destroy", "loop1", "--destroy", "loop2"], tmp_path)
+    assert rc == ExitCode.USAGE and "a PSID belongs to one drive" in err, err
+    assert psid not in err

@@ -204,6 +204,9 @@ def _jobs(args: argparse.Namespace, host: Host, root: Path | None) -> list[Drive
     names = [d.name for d in drives]
     if len(set(names)) != len(names):
         raise Refused(ExitCode.USAGE, "a drive is named twice")
+    if plan.params.psid and len(drives) > 1:  # each other drive: NOT_AUTHORIZED, maybe locked out
+        raise Refused(ExitCode.USAGE, "a PSID belongs to one drive (it is printed on its label): "
+                                      "give psid with that drive alone")
     return [DriveJob(d, _consent_for(d, args.destroy), plan, resume=args.resume)
             for d in drives]
 
