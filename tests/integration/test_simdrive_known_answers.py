@@ -142,7 +142,7 @@ def test_enterprise_totals_windows_steady_state_and_cliff(
     # 5%, 99% within 10% and none beyond 25% (measured on a loaded 2-core host, two runs:
     # median 0.5-0.9%, 83-97% within 2%, 99% within 5%, worst 5.7-6.4%: completions reach
     # fio a little after the model's clock says, by a host-dependent latency; with three
-    # more QEMU guests on the host one window of ~1200 read 15.4%, 2026-11-25)
+    # more QEMU guests on the host one window of the 360-s run read 15.4%, 2026-11-25)
     rates = window_rates(truth, job, start)
     errors = sorted(abs(got - model) / max(model, 1.0) for got, model in rates.values())
     assert errors[len(errors) // 2] <= 0.02, errors[len(errors) // 2]
