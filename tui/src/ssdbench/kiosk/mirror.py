@@ -32,15 +32,10 @@ from ssdbench.system import CommandError, Host
 Finder = Callable[[Host], Destination]
 
 
-def is_temp(name: str) -> bool:
-    """A temp file of an atomic write (``.name.tmp-PID``): torn if it was left behind."""
-    return name.startswith(".") and ".tmp-" in name
-
-
 def _files(root: Path) -> list[Path]:
     if not root.is_dir():
         return []
-    return sorted(p for p in root.rglob("*") if p.is_file() and not is_temp(p.name))
+    return sorted(p for p in root.rglob("*") if p.is_file() and not atomic.is_temp(p.name))
 
 
 def remove_torn(root: Path) -> list[Path]:

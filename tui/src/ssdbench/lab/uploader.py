@@ -182,8 +182,7 @@ class StoreUploader:
         if not self.results_dir.is_dir():
             return []
         return sorted(p for p in self.results_dir.rglob("*") if p.is_file()
-                      and p.name not in (JOURNAL, STATUS_COPY)
-                      and not (p.name.startswith(".") and ".tmp-" in p.name))
+                      and p.name not in (JOURNAL, STATUS_COPY) and not atomic.is_temp(p.name))
 
     def sync(self) -> int:
         """Send what changed; never raises. Files sent; a failure sets ``last_error`` and

@@ -15,6 +15,12 @@ from pathlib import Path
 from typing import Any
 
 
+def is_temp(name: str) -> bool:
+    """A temporary file of :func:`write_bytes` (``.NAME.tmp-PID-THREAD``): never a result,
+    torn when left behind."""
+    return name.startswith(".") and ".tmp-" in name
+
+
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:

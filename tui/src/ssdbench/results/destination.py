@@ -176,7 +176,7 @@ def copy_pending(source: Path, dest: Path) -> int:
     if not src_root.is_dir():
         return 0
     for path in sorted(src_root.rglob("*")):
-        if not path.is_file() or (path.name.startswith(".") and ".tmp-" in path.name):
+        if not path.is_file() or atomic.is_temp(path.name):
             continue
         target = dst_root / path.relative_to(src_root)
         st = path.stat()
