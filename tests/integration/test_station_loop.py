@@ -35,7 +35,7 @@ def unplugged() -> Iterator[tuple[str, Path]]:
     require_root()
     free = [n for n in range(200, 256) if not Path(f"/sys/block/loop{n}").exists()]
     if not free:
-        pytest.skip("no unused loop device number from 200 to 255")
+        pytest.fail("no unused loop device number from 200 to 255: detach some (losetup -D)")
     dev = f"/dev/loop{free[0]}"
     folder = Path(tempfile.mkdtemp(prefix="ssdbench-station-", dir="/dev/shm"))
     image = folder / "disk.img"
