@@ -80,6 +80,13 @@ def test_estimate_formula_on_a_recorded_drive() -> None:
     assert est.seconds == pytest.approx(sum(parts.values()))
 
 
+def test_the_erase_plan_is_estimated_as_its_erase_only() -> None:
+    """Purge and verify only (#22): no fill, no torture in its estimate (it said 33m30s for a
+    32 MiB loop device: the 30-minute default torture)."""
+    est = estimate(loop_drive(), [("erase", 0)], preset_plan("erase").params, "discard")
+    assert dict(est.parts) == {"erase/erase": 10.0} and est.seconds == 10.0
+
+
 def test_plan_parsing_and_refusals() -> None:
     assert parse_op_levels("0, 25") == (0, 25)
     for bad, words in (("", "expected percentages"), ("0,0", "repeated"),

@@ -78,8 +78,10 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
             parts.append((f"{label}/readscan", drive.size_bytes / MIB / read))
             parts.append((f"{label}/randread", float(params.random_read_seconds)))
             continue
-        span = drive.size_bytes * (100 - op) / 100
         parts.append((f"{label}/erase", erase_seconds(drive, erase_fallback)))
+        if kind == "erase":  # purge and verify only: the read-back is a few blocks
+            continue
+        span = drive.size_bytes * (100 - op) / 100
         fill = span * params.fill_passes / MIB / write
         probe = min(params.probe_bytes, span / 3) / MIB / write  # three windows
         if kind == "trim":
