@@ -150,14 +150,33 @@ def test_remove_torn_leaves_a_temp_that_is_its_final_file(tmp_path: Path) -> Non
     _write(tmp_path / "trim/fill.csv", "time_s,mib_s\n0,1\n")
     _write(tmp_path / "trim/.fill.csv.tmp-412", "time_s,mib_s\n0,")
     _write(tmp_path / "trim/.gone.csv.tmp-412", "x")  # its final file never made it
-    assert remove_torn(tmp_path) == [tmp_path / "trim/.fill.csv.tmp-412",
-                                     tmp_path / "trim/.gone.csv.tmp-412"]
+    assert remove_torn(tmp_path) == ([tmp_path / "trim/.fill.csv.tmp-412",
+                                      tmp_path / "trim/.gone.csv.tmp-412"], [])
     assert (tmp_path / "trim/.run.json.tmp-412").exists()
     assert (tmp_path / "trim/run.json").read_text() == '{"state": "done"}\n'
+
+
+def test_remove_torn_on_a_checked_fat(tmp_path: Path) -> None:
+    """After fsck.fat (the image's init runs it before the mount) no two names share clusters:
+    a temp with its final file's bytes is a plain copy (deleted), and an empty final file
+    beside a non-empty temp is a pair fsck.fat parted by emptying the final name (the temp,
+    fsynced before its rename began, is put back). A torn temp of a file that never made it
+    is still deleted, never promoted (tests/integration/test_fat_power_cut.py on real FATs)."""
+    _write(tmp_path / "trim/run.json", '{"state": "done"}\n')
+    _write(tmp_path / "trim/.run.json.tmp-412", '{"state": "done"}\n')
+    _write(tmp_path / "state.json", "")
+    _write(tmp_path / ".state.json.tmp-266-1", '{"drives": {}}\n')
+    _write(tmp_path / "trim/.gone.csv.tmp-412", "time_s,mib")
+    assert remove_torn(tmp_path, checked=True) == (
+        [tmp_path / "trim/.gone.csv.tmp-412", tmp_path / "trim/.run.json.tmp-412"],
+        [tmp_path / "state.json"])
+    assert (tmp_path / "state.json").read_text() == '{"drives": {}}\n'
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["run.json",
+                                                                          "state.json"]
 
 
 def test_remove_torn_keeps_real_dotfiles(tmp_path: Path) -> None:
     _write(tmp_path / ".hidden", "x")
     _write(tmp_path / "a/.b.csv.tmp-7", "x")
-    assert remove_torn(tmp_path) == [tmp_path / "a/.b.csv.tmp-7"]
+    assert remove_torn(tmp_path) == ([tmp_path / "a/.b.csv.tmp-7"], [])
     assert (tmp_path / ".hidden").exists()

@@ -19,10 +19,12 @@ TWO = (
 )
 
 
-def host(blkid_out: str, rc: int = 0, mounts: str = "", boot: str | None = None) -> Host:
+def host(blkid_out: str, rc: int = 0, mounts: str = "", boot: str | None = None,
+         checked: str | None = None) -> Host:
     runner = ReplayRunner().add(BLKID, stdout=blkid_out, returncode=rc)
     files: dict[str, str | None] = {"/proc/mounts": mounts}
     files["/run/initramfs/ssdbench-boot-device"] = boot
+    files["/run/ssdbench/results-checked"] = checked
     return Host(runner, ReplayFS(FSRecord(files=files)))
 
 
@@ -59,6 +61,32 @@ def test_unmounted_stick_gets_mounted(tmp_path: Path) -> None:
     dest = find_destination(h, stick_mount=tmp_path / "m", ram_root=tmp_path / "ram")
     assert dest.on_stick and dest.device == "/dev/sdd1"  # on the boot medium: preferred
     assert tuple(mount_argv) in h.runner.calls
+
+
+def test_a_fat_stick_is_checked_before_it_is_mounted(tmp_path: Path) -> None:
+    """fsck.fat -a first (exit 1: it repaired something, still checked); a failed check
+    mounts anyway, unchecked (the mirror then leaves a temp beside an equal final file)."""
+    for fsck_rc, checked in ((1, True), (0, True), (4, False)):
+        h = host(TWO.split("\n\n", maxsplit=1)[0] + "\n")  # the vfat one only
+        assert isinstance(h.runner, ReplayRunner)
+        h.runner.add(["fsck.fat", "-a", "-w", "/dev/sdb2"], returncode=fsck_rc,
+                     stdout="/SSDBENCH/state.json  and\n/SSDBENCH/.state.json.tmp-266-1\n")
+        mount_argv = ["mount", "-t", "vfat", "-o", "rw,sync,noatime", "/dev/sdb2",
+                      str(tmp_path / "m")]
+        h.runner.add(mount_argv)
+        dest = find_destination(h, stick_mount=tmp_path / "m", ram_root=tmp_path / "ram")
+        assert dest.on_stick and dest.checked is checked, fsck_rc
+        assert h.runner.calls.index(("fsck.fat", "-a", "-w", "/dev/sdb2")) < \
+            h.runner.calls.index(tuple(mount_argv))
+
+
+def test_a_stick_the_init_checked_is_checked(tmp_path: Path) -> None:
+    mounts = "/dev/sdb2 /mnt/ssdresults vfat rw,sync,noatime 0 0\n"
+    dest = find_destination(host(TWO, mounts=mounts, checked="/dev/sdb2\n"), mount=False,
+                            ram_root=tmp_path)
+    assert dest.on_stick and dest.checked
+    dest = find_destination(host(TWO, mounts=mounts), mount=False, ram_root=tmp_path)
+    assert dest.on_stick and not dest.checked
 
 
 def test_copy_pending_copies_new_and_changed_only(tmp_path: Path) -> None:

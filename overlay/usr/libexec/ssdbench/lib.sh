@@ -72,6 +72,15 @@ serial_extra() {
 }
 
 # A boot message, with seconds since the kernel started, on the screen and on ttyS0.
+# fsck.fat -a on the results partition ($1) before it is mounted, its words in $2; exits as
+# fsck.fat does: 0 clean, 1 repaired, else not checked (docs/kiosk.md "Power loss": a power
+# cut in the middle of a FAT rename leaves two names on one cluster chain, and the next rename
+# over one of them frees the other's clusters).
+check_results_fat() {
+    command -v fsck.fat >/dev/null 2>&1 || { echo "no fsck.fat" >"$2"; return 127; }
+    fsck.fat -a -w "$1" >"$2" 2>&1
+}
+
 log() {
     msg="[$(uptime_s)] ssdbench-init: $*"
     echo "$msg" >/dev/console 2>/dev/null

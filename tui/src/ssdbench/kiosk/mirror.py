@@ -38,23 +38,46 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and not atomic.is_temp(p.name))
 
 
-def remove_torn(root: Path) -> list[Path]:
-    """Delete temp files an interrupted atomic write left under ``root``; the removed.
+def remove_torn(root: Path, *, checked: bool = False) -> tuple[list[Path], list[Path]]:
+    """Tidy the temp files an interrupted atomic write left under ``root``: (removed,
+    restored).
 
-    A temp file with the same bytes as its final name is left alone: on FAT, a power cut in
-    the middle of the rename can leave both names on the same clusters, and deleting one
-    would free the other's (docs/kiosk.md, "Power loss")."""
-    removed = []
-    if root.is_dir():
-        for p in sorted(root.rglob(".*.tmp-*")):
-            if p.is_file() and not _same_as_final(p):
-                p.unlink(missing_ok=True)
-                removed.append(p)
-    return removed
+    A torn temp (its bytes are not its final file's) is deleted. On FAT a power cut in the
+    middle of the rename can leave the temp name and the final name on the same clusters
+    (docs/kiosk.md, "Power loss"): deleting one would free the other's, and so would the
+    next rename over the final name. Unless ``checked`` (fsck.fat ran before the mount,
+    ``Destination.checked``) a temp with its final file's bytes is therefore left alone.
+    fsck.fat parts such a pair by truncating the second name in the directory to nothing:
+    after it, a temp with its final file's bytes is an ordinary copy (deleted), and an empty
+    final file with a non-empty temp is the pair with the final name truncated: the temp,
+    fsynced before its rename began, is renamed over it (restored)."""
+    removed: list[Path] = []
+    restored: list[Path] = []
+    if not root.is_dir():
+        return removed, restored
+    for p in sorted(root.rglob(".*.tmp-*")):
+        if not p.is_file():
+            continue
+        final = _final_of(p)
+        try:
+            if checked and final.is_file() and final.stat().st_size == 0 and p.stat().st_size:
+                os.replace(p, final)
+                restored.append(final)
+                continue
+            if _same(p, final) and not checked:
+                continue
+            p.unlink(missing_ok=True)
+            removed.append(p)
+        except OSError:
+            continue
+    return removed, restored
 
 
-def _same_as_final(temp: Path) -> bool:
-    final = temp.with_name(temp.name[1:].rpartition(".tmp-")[0])
+def _final_of(temp: Path) -> Path:
+    return temp.with_name(temp.name[1:].rpartition(".tmp-")[0])
+
+
+def _same(temp: Path, final: Path) -> bool:
     try:
         return (final.is_file() and final.stat().st_size == temp.stat().st_size
                 and final.read_bytes() == temp.read_bytes())
@@ -99,8 +122,11 @@ class StickMirror:
         src = self.stick.results_dir
         copied = 0
         try:
-            for p in remove_torn(src):
+            removed, restored = remove_torn(src, checked=self.stick.checked)
+            for p in removed:
                 self.say(f"removed {p.name}, a torn copy left by a power loss")
+            for p in restored:
+                self.say(f"restored {p.name} from the copy a power loss left beside it")
             for path in _files(src):
                 rel = path.relative_to(src)
                 target = self.results_dir / rel

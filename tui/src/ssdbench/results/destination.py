@@ -8,6 +8,10 @@ Rules (SPEC "Results on the stick"):
   used; otherwise it is mounted at ``/run/ssdbench/stick`` (vfat with ``sync``, as the image's
   init mounts it: every write reaches the stick in the order it was made, so a power cut
   leaves a consistent FAT, docs/kiosk.md "Power loss");
+* a vfat partition is checked and repaired (``fsck.fat -a``) before it is mounted, here and
+  by the image's init (which names the checked device in ``/run/ssdbench/results-checked``):
+  a power cut in the middle of a FAT rename leaves two names on the same clusters, and the
+  next rename over one of them would free the other's (``Destination.checked``);
 * with several such partitions, one already mounted wins, then the one on the boot medium
   (``/run/initramfs/ssdbench-boot-device``), then the first by device name;
 * without one, results are kept in RAM under ``/run/ssdbench/ram`` and copied to the stick
@@ -30,6 +34,8 @@ FSTYPES = ("vfat", "exfat")
 STICK_MOUNT = Path("/run/ssdbench/stick")
 RAM_ROOT = Path("/run/ssdbench/ram")
 BOOT_DEVICE_FILE = "/run/initramfs/ssdbench-boot-device"
+CHECKED_FILE = "/run/ssdbench/results-checked"  # rcS: the device fsck.fat checked at boot
+FSCK_FAT = "fsck.fat"
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class Destination:
     on_stick: bool
     device: str | None
     description: str  # one line for the header / kiosk screen
+    checked: bool = False  # fsck.fat checked (and repaired) its FAT before it was mounted
 
     @property
     def results_dir(self) -> Path:
@@ -134,13 +141,16 @@ def find_destination(
     for part in parts:
         mounted = mount_point(host, part.device)
         if mounted and mounted[1]:
+            checked = (host.fs.read_text(CHECKED_FILE) or "").strip() == part.device
             return Destination(mounted[0], True, part.device,
-                               f"results on stick {part.device} ({LABEL}) at {mounted[0]}")
+                               f"results on stick {part.device} ({LABEL}) at {mounted[0]}",
+                               checked)
         if mounted:
             problems.append(f"{part.device} is mounted read-only at {mounted[0]}")
             continue
         if not mount:
             continue
+        checked = part.fstype == "vfat" and check_fat(host, part.device)
         try:
             stick_mount.mkdir(parents=True, exist_ok=True)
             options = "rw,sync,noatime" if part.fstype == "vfat" else "rw,noatime"
@@ -152,12 +162,23 @@ def find_destination(
             problems.append(f"mounting {part.device} failed: {exc}")
             continue
         return Destination(stick_mount, True, part.device,
-                           f"results on stick {part.device} ({LABEL}) at {stick_mount}")
+                           f"results on stick {part.device} ({LABEL}) at {stick_mount}", checked)
     why = "; ".join(problems) if problems else f"no partition labelled {LABEL}"
     return Destination(
         ram_root, False, None,
         f"results held in RAM ({why}): plug in a stick with a FAT partition labelled {LABEL}",
     )
+
+
+def check_fat(host: Host, device: str) -> bool:
+    """``fsck.fat -a -w DEVICE`` (not mounted): repairs what a power cut or a pulled stick
+    left (two names on one cluster chain, a file on freed clusters, lost clusters, the dirty
+    bit). True when the FAT is now consistent: exit 0 (nothing to do) or 1 (repaired)."""
+    try:
+        host.runner.run([FSCK_FAT, "-a", "-w", device], ok_codes=(0, 1), timeout=300)
+    except CommandError:
+        return False  # not repaired (or no fsck.fat): the mirror stays careful
+    return True
 
 
 def sync_destination() -> None:
