@@ -29,7 +29,7 @@ def make_drive(share: Path, **config: object) -> AtaDrive:
     return AtaDrive.create(share / "drive", Config(serial=SERIAL, **config))  # type: ignore[arg-type]
 
 
-def boot(work: Path, body: str, timeout_s: float = 240.0, simdrive: str = "") -> GuestRun:
+def boot(work: Path, body: str, timeout_s: float = 600.0, simdrive: str = "") -> GuestRun:
     """Start the emulator in the guest, wait for its /dev/sdX ($dev), run ``body``.
 
     ``simdrive``: a preset; the data then lives in simdrive (nbdkit in the guest, its
