@@ -13,8 +13,9 @@ server (``ssdbench.config=http://...``) and the results go to s3proxy on 127.0.0
 * Bench 2 (named by ``ssdbench.bench=``) runs the diagnose plan: a second bench in the same
   store; ``ssdbench fleet`` builds one page of both. Its config server is started only once
   the console said the kiosk waits for it (connection refused): the fetch retries.
-* Bench 3 has a wrong secret key: a clear console line, results kept in RAM, nothing of it
-  in the bucket (QEMU is stopped there: with no stick the bench would retry for ever).
+* Bench 3 boots by UEFI (OVMF; benches 1 and 2 by legacy BIOS PXE) and has a wrong secret
+  key: a clear console line, results kept in RAM, nothing of it in the bucket (QEMU is
+  stopped there: with no stick the bench would retry for ever).
 
 No traffic goes anywhere but 127.0.0.1 and QEMU's user network: every URL the guest gets
 names 10.0.2.2 (the host's loopback) by address."""
@@ -138,10 +139,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory, dev_image: Path) -> Iterator[d
 def netboot(lab: dict[str, Any], name: str, config: str, *, append: str = "",
             hostname: str | None = None, nvme: tuple[str, ...] = (),
             qmp_at: tuple[QmpAt, ...] = (), config_port: int | None = None,
-            ) -> tuple[int, str, tuple[QmpFired, ...], Path]:
+            uefi: bool = False) -> tuple[int, str, tuple[QmpFired, ...], Path]:
     """One bench booted from the network with ``config`` as its kiosk config over HTTP
-    (from the server on ``config_port`` when given, else the boot server); returns QEMU's
-    exit code, the serial console, what the QMP triggers did, the workdir."""
+    (from the server on ``config_port`` when given, else the boot server), by SeaBIOS's
+    legacy PXE or, with ``uefi``, OVMF's; returns QEMU's exit code, the serial console,
+    what the QMP triggers did, the workdir."""
     work = lab["base"] / name
     work.mkdir()
     www: Path = lab["www"]
@@ -163,6 +165,8 @@ def netboot(lab: dict[str, Any], name: str, config: str, *, append: str = "",
     bystander_sha = write_pattern(bystander, BYSTANDER_BYTES)
     argv = [str(RUN_QEMU), "--batch", "--netboot", str(tftp), "--workdir", str(work / "qemu"),
             "--timeout", str(BOOT_TIMEOUT_S)]
+    if uefi:
+        argv.append("--uefi")
     if hostname:
         argv += ["--net-hostname", hostname]
     for spec in nvme:
@@ -321,8 +325,10 @@ def test_benches_boot_from_the_network_and_fill_one_store(lab: dict[str, Any]) -
         lab, "bench3", kiosk_config("diagnose", DIAG_SERIAL, s3_port, secret="wrong-secret",
                                     bench=BENCH3),
         nvme=(f"file={diag},serial={DIAG_SERIAL}",),
-        qmp_at=(QmpAt(r"^ssdbench: store .*check the store's keys.*results kept in RAM", stop),))
+        qmp_at=(QmpAt(r"^ssdbench: store .*check the store's keys.*results kept in RAM", stop),),
+        uefi=True)  # OVMF's network boot: the same ROM's EFI iPXE, the same boot.ipxe
     assert len(fired3) == 1, console3[-3000:]
+    assert "firmware UEFI)" in console3 and "firmware BIOS)" in console, console3[:4000]
     line = fired3[0].line
     assert "403" in line and "results kept in RAM (/run/ssdbench/ram/ssdbench)" in line, line
     assert "wrong-secret" not in console3
