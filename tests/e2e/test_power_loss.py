@@ -48,7 +48,7 @@ KILL_AT = ("erase", "fill", "torture", "report")
 # stick: a NVMe format can be over by then)
 INTERRUPTED_DURING = {"erase": ("erase", "probe-clean"), "fill": ("fill",),
                       "torture": ("torture",)}
-STAGE_S = 300.0
+STAGE_S = 600.0  # a hang guard: the last boot writes the whole report (charts) under TCG
 
 
 def _stick_says(image: str, stage: str) -> str | None:
