@@ -136,6 +136,47 @@ async def test_consent_then_run_then_results(tmp_path: Path) -> None:
         assert isinstance(app.screen, DrivesScreen)
 
 
+class SlowIndexEngine:
+    """A scripted engine whose results index (``finish``) takes until ``index_done``."""
+
+    def __init__(self, inner, index_done: threading.Event) -> None:
+        self.inner = inner
+        self.index_done = index_done
+        self.index_started = threading.Event()
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def finish(self, results_root: Path) -> list[str]:
+        self.index_started.set()
+        self.index_done.wait(30)
+        return []
+
+
+async def test_v_while_the_index_is_written_opens_the_results_once_it_is(
+        tmp_path: Path) -> None:
+    """Every drive done, index.html still being drawn (minutes under TCG): v is not lost
+    with "when every drive has finished"; the results open when the index is written."""
+    index_done = threading.Event()
+    engine = SlowIndexEngine(scripted_engine(tmp_path), index_done)
+    app = make_app(engine, results_root=tmp_path)  # type: ignore[arg-type]
+    async with app.run_test(size=(80, 25)) as pilot:
+        screen = await to_plan(pilot, app)
+        await fill_plan(pilot, screen)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConsentScreen), what="consent")
+        await pilot.press(*"oop1", "enter")
+        await wait_for(pilot, engine.index_started.is_set, what="index started")
+        run = app.screen
+        assert isinstance(run, RunScreen) and not run.finished
+        await pilot.press("v")
+        messages = [n.message for n in app._notifications]
+        assert any("Writing the results index" in m for m in messages), messages
+        assert isinstance(app.screen, RunScreen)
+        index_done.set()
+        await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen), what="results")
+
+
 async def test_cancel_asks_then_stops_the_run(tmp_path: Path) -> None:
     hold = threading.Event()
     app = make_app(scripted_engine(tmp_path, hold=hold), results_root=tmp_path)

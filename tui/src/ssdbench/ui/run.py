@@ -42,6 +42,7 @@ class RunScreen(Screen[None]):
         super().__init__()
         self.states = states
         self.finished = False
+        self._results_asked = False  # v pressed while the results index was being written
         self._shown: str | None = next(iter(states), None)
         self._log_len: dict[str, int] = {}
 
@@ -128,6 +129,9 @@ class RunScreen(Screen[None]):
     def mark_finished(self) -> None:
         self.finished = True
         self.refresh_all()
+        if self._results_asked:  # v was pressed while the index was being written
+            self.action_results()
+            return
         states = {s.state for s in self.states.values()}
         if "cancelled" in states:
             self.notify("Run cancelled: the drives are left partly written. v (or Enter): "
@@ -147,6 +151,11 @@ class RunScreen(Screen[None]):
 
     def action_results(self) -> None:
         if not self.finished:
-            self.notify("Results are shown when every drive has finished.")
+            if self.app.running == 0:  # type: ignore[attr-defined]
+                # every drive is done; index.html and its charts are being written
+                self._results_asked = True
+                self.notify("Writing the results index: the results open when it is done.")
+            else:
+                self.notify("Results are shown when every drive has finished.")
             return
         self.app.open_results()  # type: ignore[attr-defined]
