@@ -416,8 +416,16 @@ def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal
             entry = None  # station mode: a drive that failed (pulled, ...) is erased afresh
         if entry is not None and entry.get("state") in ("done", "failed"):
             drive_dir = journal.path.parent / str(entry.get("drive_dir"))
-            if drive_dir.is_dir() and not (drive_dir / "report.html").exists():
-                reports.append(drive_dir)
+            if drive_dir.is_dir():
+                # the power may have gone after the journal said done and before drive.json
+                # (copied apart from it) reached the stick
+                healed = engine.heal_finished_drive(drive_dir, entry)
+                if healed:
+                    print(f"ssdbench: {drive_dir.name}: drive.json lacked the finished "
+                          f"run(s) {', '.join(healed)}; added from their run.json",
+                          file=out, flush=True)
+                if not (drive_dir / "report.html").exists():
+                    reports.append(drive_dir)
             print(f"ssdbench: {drive.name} ({drive.consent_id}) skipped: the journal says plan "
                   f"{entry['plan']['name']} already finished ({entry['state']}) in "
                   f"{entry['drive_dir']}; remove state.json to test it again",

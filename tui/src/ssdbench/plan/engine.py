@@ -415,12 +415,7 @@ def _run_all(ctx: _DriveRun, drive_dir: Path, entry: dict[str, Any] | None,
         run_dir = drive_dir / spec.name
         prior = recorded_runs.get(spec.name) or {}
         if prior.get("state") == "done" and (run_dir / "run.json").is_file():
-            if not any(r.get("run") == spec.name and r.get("state") == "done"
-                       for r in drive_json["runs"]):
-                # the journal said done but the power went before drive.json reached the
-                # stick (it is copied apart from state.json): heal it from run.json
-                meta = _load_run_json(run_dir)
-                _record_run(drive_json, spec.name, "done", None, meta.get("erase"))
+            if _heal_run(drive_json, drive_dir, spec.name):
                 atomic.write_json(drive_dir / "drive.json", drive_json)
             outcomes.append(RunOutcome(spec.name, "done", None, run_dir, resumed=True))
             ctx.progress(Progress(drive.name, spec.name, "-", "done",
@@ -492,6 +487,40 @@ def _one_run(ctx: _DriveRun, drive_dir: Path, spec: RunSpec, *, tools: dict[str,
         after = watch.read(run_dir / "smart" / "after.json")
         record.set("health", health(before, after, watch))
     return RunOutcome(spec.name, state, error, run_dir)
+
+
+def _heal_run(drive_json: dict[str, Any], drive_dir: Path, run: str) -> bool:
+    """The journal says ``run`` is done but drive.json does not list it: the power went
+    before drive.json reached the stick (it is copied apart from state.json). It is added
+    from the run's own run.json; True when it was missing."""
+    if any(r.get("run") == run and r.get("state") == "done" for r in drive_json["runs"]):
+        return False
+    meta = _load_run_json(drive_dir / run)
+    _record_run(drive_json, run, "done", None, meta.get("erase"))
+    return True
+
+
+def heal_finished_drive(drive_dir: Path, entry: Mapping[str, Any]) -> list[str]:
+    """A drive whose plan the journal says finished (its report, say, was cut by a power
+    loss): drive.json gets every run the journal says is done and whose run.json is there,
+    if it lacks it. The runs added; a drive.json that cannot be read is left alone."""
+    runs = entry.get("runs")
+    path = drive_dir / "drive.json"
+    try:
+        drive_json = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(runs, dict) or not isinstance(drive_json, dict) \
+            or not isinstance(drive_json.get("runs"), list):
+        return []
+    drive_json.setdefault("erases", [])
+    added = [name for name, run in runs.items()
+             if isinstance(name, str) and isinstance(run, dict) and run.get("state") == "done"
+             and (drive_dir / name / "run.json").is_file()
+             and _heal_run(drive_json, drive_dir, name)]
+    if added:
+        atomic.write_json(path, drive_json)
+    return added
 
 
 def _record_run(drive_json: dict[str, Any], run: str, state: str, error: Any,
