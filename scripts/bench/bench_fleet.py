@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Fleet benchmark: `ssdbench fleet` over 10,000 synthetic runs (100 benches x 50 drives x
 2 runs, each run.json the size of a real one: tests/data/lab's trim run, with its analysis).
+BENCH_SMOKE=1: 2 benches x 3 drives (make test checks the benchmark still runs).
 
 Generates the folder first (not timed), then builds fleet.html and fleet.csv in a fresh
 subprocess and prints from it:
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 import subprocess
 import sys
@@ -25,6 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 DRIVE = REPO / "tests/data/lab/results/20261125T062239Z_QEMU_NVMe_Ctrl_DEMONVME0001"
 BENCHES, DRIVES, RUNS = 100, 50, ("consistency-default", "trim")
+if os.environ.get("BENCH_SMOKE") == "1":  # make test's smoke run: seconds, no figure
+    BENCHES, DRIVES = 2, 3
 
 CHILD = r"""
 import resource, sys, time

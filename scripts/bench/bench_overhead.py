@@ -13,7 +13,9 @@
   ``parse_24h_without_hist_seconds``: iops and bw logs only; ``csvs_24h_seconds``: all
   logs plus writing iops.csv (write_run_csvs).
 
-Prints name=value lines on stdout; explanations on stderr.
+Prints name=value lines on stdout; explanations on stderr. BENCH_SMOKE=1: 2-second runs, one
+pair, a 600-second log set (make test checks the benchmark still runs; the figures mean
+nothing then).
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ from ssdbench.stages.measure import torture_stage
 from ssdbench.stages.params import RunParams
 from ssdbench.system import live_host
 
-SECONDS = int(os.environ.get("BENCH_SECONDS", "20"))
-PAIRS = int(os.environ.get("BENCH_PAIRS", "6"))
+SMOKE = os.environ.get("BENCH_SMOKE") == "1"  # make test's smoke run: seconds, no figure
+SECONDS = int(os.environ.get("BENCH_SECONDS", "2" if SMOKE else "20"))
+PAIRS = int(os.environ.get("BENCH_PAIRS", "1" if SMOKE else "6"))
+LOG_SECONDS = 600 if SMOKE else 86_400  # the synthetic "24 h" log set
 SIZE = 256 * 2**20
 
 
@@ -79,7 +83,7 @@ def with_ssdbench(work: Path, dev: str, i: int) -> tuple[float, float, float]:
 
 
 def synth_24h(folder: Path, coarseness: int = 3) -> Path:
-    n = 86_400
+    n = LOG_SECONDS
     fio_dir = folder / "fio"
     fio_dir.mkdir(parents=True)
     rng = np.random.default_rng(7)
@@ -121,7 +125,7 @@ def main() -> int:
         t0 = time.perf_counter()
         series = stage_series(StageFiles(folder / "fio", "torture"), "write")
         parse_s = time.perf_counter() - t0
-        assert series.iops.size == 86_400
+        assert series.iops.size == LOG_SECONDS
         t0 = time.perf_counter()
         stage_series(StageFiles(folder / "fio", "torture"), "write", latency=False)
         no_hist_s = time.perf_counter() - t0

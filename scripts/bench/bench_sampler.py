@@ -5,8 +5,9 @@ The sampler (``python -m ssdbench.fio.blockstat``, fio/blockstat.py) reads a sta
 apart from 6 ms before to 6 ms after each whole second of fio's clock; each second of
 iops.csv is interpolated between the reads either side of its edges, so a late read
 widens that bracket and blurs the seconds beside it. This runs the sampler for
-BENCH_SAMPLER_SECONDS (default 20) on a constant stat file with a made-up fio epoch, while
-BENCH_SAMPLER_HOGS (default 3) shell loops spin on the CPUs and one ``dd`` writes 1 MiB
+BENCH_SAMPLER_SECONDS (default 20; 2 with BENCH_SMOKE=1, make test's smoke run) on a
+constant stat file with a made-up fio epoch, while BENCH_SAMPLER_HOGS (default 3; 1 with
+BENCH_SMOKE=1) shell loops spin on the CPUs and one ``dd`` writes 1 MiB
 blocks into a scratch file (page-cache pressure), and prints:
 
 * ``sampler_policy``: how the sampler is scheduled (``fifo`` as root, else ``other``);
@@ -32,8 +33,9 @@ from ssdbench.fio.blockstat import BlockStatSampler
 from ssdbench.fio.logs import WIDE_EDGE_MS, StageFiles, load_block_trace
 from ssdbench.system import SystemRunner
 
-SECONDS = int(os.environ.get("BENCH_SAMPLER_SECONDS", "20"))
-HOGS = int(os.environ.get("BENCH_SAMPLER_HOGS", "3"))
+SMOKE = os.environ.get("BENCH_SMOKE") == "1"  # make test's smoke run: seconds, no figure
+SECONDS = int(os.environ.get("BENCH_SAMPLER_SECONDS", "2" if SMOKE else "20"))
+HOGS = int(os.environ.get("BENCH_SAMPLER_HOGS", "1" if SMOKE else "3"))
 
 
 def main() -> int:

@@ -14,7 +14,8 @@ BENCH_SIMDRIVE_SECONDS (default 8) per target, logging per second on the epoch:
 * ``simdrive_ceiling_iops``: fio's IOPS at FOB 100000 (the host path is the limit: nbdkit's
   Python plugin, nbdfuse, the loop device). Goal: >= 4500, so FOB <= 4000 is paced exactly.
 
-Prints name=value lines on stdout; explanations on stderr.
+Prints name=value lines on stdout; explanations on stderr. BENCH_SMOKE=1: FOB 1000 and the
+ceiling for 3 s each (make test checks the benchmark still runs; no figure means anything).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ sys.path.insert(0, str(REPO))
 
 from simdrive import truth as truthlog  # noqa: E402
 
-SECONDS = int(os.environ.get("BENCH_SIMDRIVE_SECONDS", "8"))
+SMOKE = os.environ.get("BENCH_SMOKE") == "1"  # make test's smoke run: seconds, no figure
+SECONDS = int(os.environ.get("BENCH_SIMDRIVE_SECONDS", "3" if SMOKE else "8"))
+FOBS = (1000,) if SMOKE else (1000, 2000, 4000)
 SIZE = "1831492s"  # IDEMA 240 GB / 256: 894 MiB
 SIMDRIVE = str(REPO / "scripts" / "simdrive")
 
@@ -81,7 +84,7 @@ def main() -> int:
     if os.geteuid() != 0:
         print("bench_simdrive: needs root (nbdfuse, losetup)", file=sys.stderr)
         return 1
-    for fob in (1000, 2000, 4000):
+    for fob in FOBS:
         r = measure(float(fob), SECONDS)
         print(f"# FOB {fob}: fio {r['fio_iops']:.1f} IOPS", file=sys.stderr)
         print(f"simdrive_pacing_{fob}_fio_iops={r['fio_iops']:.1f}")
