@@ -6,6 +6,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# when this make started: the end of `make test` says how long it took in all (installs too)
+TEST_T0 := $(shell date +%s)
 
 .PHONY: all deps venv lint test test-unit test-ui test-integration test-e2e test-image-python demo bench \
         dev-image image qemu netboot buildroot-% clean
@@ -32,7 +34,7 @@ lint: venv
 # the Buildroot checks), then the unit and UI tests again on the image's Python pins; the QEMU
 # tier in a lane of its own beside the rest (scripts/run-tests.sh).
 test: deps venv lint
-	scripts/run-tests.sh $(PYTEST_ARGS)
+	SSDBENCH_TEST_T0=$(TEST_T0) scripts/run-tests.sh $(PYTEST_ARGS)
 
 test-unit: venv
 	$(PY) -m pytest $(PYTEST_ARGS) tests/unit

@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""Every test tier, as `make test` runs them (after lint): jobs on one lane per core, the
+longest first, each lane taking the next job when its last one ends.
+
+    scripts/run-tests.py [PYTEST ARGS...]      (through scripts/run-tests.sh)
+    scripts/run-tests.py --jobs                the jobs and their measured durations
+
+The jobs (``jobs()``): the dev image's build; each QEMU test file (tests/e2e, after the dev
+image); each slow integration file (the QEMU ones split into their tests: each is a boot or
+two of its own), the quick integration files together; unit, UI, simdrive and the Buildroot
+checks together; the unit and UI tests again on the image's Python pins
+(scripts/test-image-python.sh). How long each takes comes from tests/durations.tsv (measured
+in a `make test` on a 2-core machine; a job it does not name counts as 60 s). A lane takes
+the longest job whose needs are done, so the long QEMU files start first and the short jobs
+fill the end: neither core waits idle while the other has hours of queue (issue 31). Every
+job was written to run beside any other (own pytest temporary root, own loop devices,
+tmux sessions, ports and QEMU working folders).
+
+Output: every job's lines as they come, prefixed ``[job]``; whole logs in build/test-logs/
+(one per job); at the end a budget (each lane's jobs and wall time, the slowest tests, how far
+the whole `make test` is from 30 minutes, which measured durations are off), then a failed
+job's failing tests and first error lines again (a CI log may keep only its tail).
+build/test-logs/durations.tsv gets this run's job times: copy it over tests/durations.tsv
+when the tests change much. Exit status: 0 only when every job passed.
+
+Environment: SSDBENCH_TEST_LANES (default: the number of cores, at least 2),
+SSDBENCH_TEST_T0 (epoch seconds when `make test` began: the budget counts installs and lint).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LOGS = REPO / "build" / "test-logs"
+DURATIONS = REPO / "tests" / "durations.tsv"
+PY = str(REPO / ".venv" / "bin" / "python")
+BUDGET_S = 30 * 60
+UNKNOWN_S = 60.0
+QUICK_S = 45.0  # integration files measured under this run together as one job
+SLOWEST = 15
+# pytest --durations rows: "123.45s call     tests/e2e/test_boot.py::test_x"
+DURATION_ROW = re.compile(r"^(\d+(?:\.\d+)?)s (setup|call|teardown)\s+(\S+)\s*$")
+# integration files whose tests each boot QEMU on their own: one job per test
+SPLIT = ("tests/integration/test_ata_emu_qemu.py",)
+
+
+@dataclass
+class Job:
+    name: str
+    argv: list[str]
+    estimate_s: float
+    needs: tuple[str, ...] = ()
+    pytest: bool = True
+    # filled in as it runs
+    lane: int = -1
+    start: float = 0.0
+    end: float = 0.0
+    rc: int | None = None
+    log: Path = field(default_factory=Path)
+
+
+def read_durations() -> dict[str, float]:
+    known: dict[str, float] = {}
+    if DURATIONS.is_file():
+        for line in DURATIONS.read_text().splitlines():
+            cols = line.split("\t")
+            if len(cols) == 2 and not line.startswith("#"):
+                try:
+                    known[cols[0]] = float(cols[1])
+                except ValueError:
+                    continue
+    return known
+
+
+def test_functions(path: Path) -> list[str]:
+    return re.findall(r"^def (test_\w+)\(", path.read_text(), re.M)
+
+
+def jobs(args: list[str]) -> list[Job]:
+    known = read_durations()
+
+    def est(name: str) -> float:
+        return known.get(name, UNKNOWN_S)
+
+    pytest = [PY, "-m", "pytest", *args]
+    out = [Job("dev-image", [str(REPO / "scripts" / "build-dev-image.sh")], est("dev-image"),
+               pytest=False)]
+    for f in sorted((REPO / "tests" / "e2e").glob("test_*.py")):
+        rel = f"tests/e2e/{f.name}"
+        out.append(Job(rel, [*pytest, rel], est(rel), needs=("dev-image",)))
+    quick: list[str] = []
+    for f in sorted((REPO / "tests" / "integration").glob("test_*.py")):
+        rel = f"tests/integration/{f.name}"
+        if rel in SPLIT:
+            for t in test_functions(f):
+                node = f"{rel}::{t}"
+                out.append(Job(node, [*pytest, node], est(node)))
+        elif est(rel) >= QUICK_S:
+            out.append(Job(rel, [*pytest, rel], est(rel)))
+        else:
+            quick.append(rel)
+    if quick:
+        out.append(Job("tests/integration (quick files)", [*pytest, *quick],
+                       sum(est(q) for q in quick)))
+    fast = ["tests/unit", "tests/ui", "tests/simdrive", "tests/buildroot"]
+    out.append(Job("unit, ui, simdrive, buildroot", [*pytest, *fast],
+                   est("unit, ui, simdrive, buildroot")))
+    out.append(Job("image-pins", [str(REPO / "scripts" / "test-image-python.sh"), *args],
+                   est("image-pins")))
+    return out
+
+
+class Runner:
+    def __init__(self, todo: list[Job], lanes: int) -> None:
+        self.todo = todo
+        self.lanes = lanes
+        self.cond = threading.Condition()
+        self.done: set[str] = set()
+        self.failed_needs: set[str] = set()
+        self.out_lock = threading.Lock()
+
+    def _next(self) -> Job | None:
+        """The longest job whose needs are done (None when nothing is left); waits while
+        every job left needs one still running."""
+        with self.cond:
+            while True:
+                if not self.todo:
+                    return None
+                ready = [j for j in self.todo if all(n in self.done for n in j.needs)]
+                if ready:
+                    # the dev image first: the QEMU files wait for it
+                    job = max(ready, key=lambda j: (j.name == "dev-image", j.estimate_s))
+                    self.todo.remove(job)
+                    return job
+                self.cond.wait()
+
+    def _say(self, job: Job, line: str) -> None:
+        with self.out_lock:
+            sys.stdout.write(f"[{label(job.name)}] {line}")
+            sys.stdout.flush()
+
+    def _run(self, job: Job) -> None:
+        safe = re.sub(r"[^\w.-]+", "_", job.name).strip("_")
+        job.log = LOGS / f"{safe}.log"
+        tmp = Path(os.environ.get("TMPDIR", "/tmp")) / "ssdbench-tests" / safe
+        tmp.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, PYTEST_DEBUG_TEMPROOT=str(tmp), PYTHONUNBUFFERED="1")
+        job.start = time.time()
+        self._say(job, f"started on lane {job.lane} (measured {job.estimate_s:.0f} s)\n")
+        missing = [n for n in job.needs if n in self.failed_needs]
+        with job.log.open("w") as log:
+            if missing:
+                line = f"not run: {', '.join(missing)} failed\n"
+                log.write(line)
+                self._say(job, line)
+                job.rc = 1
+            else:
+                proc = subprocess.Popen(job.argv, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        text=True, errors="replace")
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    log.write(line)
+                    self._say(job, line)
+                job.rc = proc.wait()
+                if job.rc == 5 and job.pytest:  # PYTEST ARGS that select none of its tests
+                    self._say(job, "no test selected in this job\n")
+                    job.rc = 0
+        job.end = time.time()
+        self._say(job, f"finished: exit {job.rc} in {job.end - job.start:.0f} s\n")
+
+    def lane(self, number: int) -> None:
+        while (job := self._next()) is not None:
+            job.lane = number
+            try:
+                self._run(job)
+            except Exception as exc:  # a job that cannot start fails, the others go on
+                job.rc = 1
+                job.end = time.time()
+                self._say(job, f"could not run: {exc}\n")
+            with self.cond:
+                self.done.add(job.name)
+                if job.rc:
+                    self.failed_needs.add(job.name)
+                self.cond.notify_all()
+
+
+def label(name: str) -> str:
+    """A job's line prefix: its file's or test's name without the folders."""
+    return name.rsplit("::", 1)[-1].rsplit("/", 1)[-1].removesuffix(".py")
+
+
+# pytest's closing line: "=== 831 passed, 2 skipped, 15 xfailed in 1602.31s (0:26:42) ==="
+SUMMARY = re.compile(r"^=+ (.*\d+ (?:passed|failed|error|errors|skipped|xfailed|xpassed|"
+                     r"deselected|warnings?)\b.*) in [\d.]+s.*=+$")
+COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b")
+
+
+def counts(done: list[Job]) -> dict[str, int]:
+    """Every job's pytest closing line added up: passed, failed (with errors), skipped..."""
+    total: dict[str, int] = defaultdict(int)
+    for j in done:
+        if not (j.pytest or j.name == "image-pins") or not j.log.is_file():
+            continue
+        for line in j.log.read_text(errors="replace").splitlines():
+            m = SUMMARY.match(line)
+            if m:
+                for n, what in COUNT.findall(m.group(1)):
+                    total["failed" if what.startswith("error") else what] += int(n)
+    return total
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+
+
+def test_times(log: Path) -> dict[str, float]:
+    """nodeid -> setup + call + teardown seconds, from a log's --durations table."""
+    times: dict[str, float] = defaultdict(float)
+    if log.is_file():
+        for line in log.read_text(errors="replace").splitlines():
+            m = DURATION_ROW.match(line)
+            if m:
+                times[m.group(3)] += float(m.group(1))
+    return dict(times)
+
+
+def budget(done: list[Job], lanes: int, t0: float, start: float) -> None:
+    """Where the time went (a report, never a failure)."""
+    print("test budget (make test within 30 minutes on a fresh 2-core machine):")
+    end = max((j.end for j in done), default=start)
+    for lane in range(lanes):
+        mine = sorted((j for j in done if j.lane == lane), key=lambda j: j.start)
+        last = max((j.end for j in mine), default=start)
+        print(f"  lane {lane}: {minutes(last - start)} busy until, idle at the end "
+              f"{minutes(end - last)}")
+        for j in mine:
+            print(f"    {minutes(j.end - j.start):>6}  {j.name}"
+                  + ("" if j.rc == 0 else f"  (exit {j.rc})"))
+    rows = sorted(((s, node) for j in done if j.pytest
+                   for node, s in test_times(j.log).items()), reverse=True)
+    if rows:
+        print(f"  slowest tests (setup + call + teardown; a module fixture's boot counts "
+              f"on its first test), of {len(rows)} listed:")
+        for seconds, node in rows[:SLOWEST]:
+            print(f"    {minutes(seconds):>6}  {node}")
+    off = [j for j in done if abs((j.end - j.start) - j.estimate_s) > max(60.0, j.estimate_s / 2)]
+    if off:
+        print("  measured durations off by more than half (tests/durations.tsv; this run's: "
+              "build/test-logs/durations.tsv): "
+              + ", ".join(f"{j.name} {j.estimate_s:.0f} -> {j.end - j.start:.0f} s" for j in off))
+    total = time.time() - t0
+    left = BUDGET_S - total
+    print(f"  tests {minutes(end - start)}; make test in all (installs and lint too) "
+          f"{minutes(total)}: " + (f"{minutes(left)} under the 30-minute budget" if left >= 0
+                                   else f"{minutes(-left)} OVER the 30-minute budget"))
+
+
+def failures(done: list[Job]) -> None:
+    for j in done:
+        if j.rc == 0:
+            continue
+        text = j.log.read_text(errors="replace") if j.log.is_file() else ""
+        print(f"[{label(j.name)}] what failed (exit {j.rc}; whole log: {j.log.relative_to(REPO)}):")
+        for line in text.splitlines():
+            if line.startswith(("FAILED ", "ERROR ")):
+                print(f"[{label(j.name)}]   {line}")
+        for line in [ln for ln in text.splitlines() if ln.startswith("E  ")][:20]:
+            print(f"[{label(j.name)}]   {line[:200]}")
+        if "FAILED " not in text and "E  " not in text:
+            for line in text.splitlines()[-15:]:
+                print(f"[{label(j.name)}]   {line[:200]}")
+
+
+def main(args: list[str]) -> int:
+    if args == ["--jobs"]:  # what would run, in the order a single lane would take it
+        for j in sorted(jobs([]), key=lambda j: (j.name != "dev-image", -j.estimate_s)):
+            needs = f" (after {', '.join(j.needs)})" if j.needs else ""
+            print(f"{j.estimate_s:6.0f} s  {j.name}{needs}")
+        return 0
+    LOGS.mkdir(parents=True, exist_ok=True)
+    for old in LOGS.glob("*.log"):
+        old.unlink()
+    lanes = int(os.environ.get("SSDBENCH_TEST_LANES") or max(2, os.cpu_count() or 2))
+    start = time.time()
+    t0 = float(os.environ.get("SSDBENCH_TEST_T0") or start)
+    todo = jobs(args)
+    all_jobs = list(todo)
+    print(f"run-tests: {len(todo)} jobs on {lanes} lanes, longest first")
+    runner = Runner(todo, lanes)
+    threads = [threading.Thread(target=runner.lane, args=(i,), daemon=True)
+               for i in range(lanes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with (LOGS / "durations.tsv").open("w") as f:
+        f.write("# job\tseconds (wall, this run; tests/durations.tsv is read by "
+                "scripts/run-tests.py)\n")
+        for j in sorted(all_jobs, key=lambda j: j.name):
+            f.write(f"{j.name}\t{j.end - j.start:.0f}\n")
+    budget(all_jobs, lanes, t0, start)
+    failures(all_jobs)
+    bad = [j.name for j in all_jobs if j.rc != 0]
+    print(f"run-tests: {len(all_jobs) - len(bad)} of {len(all_jobs)} jobs passed"
+          + (f"; failed: {', '.join(bad)}" if bad else "")
+          + f"; {time.time() - start:.0f} s (logs: {LOGS.relative_to(REPO)})")
+    n = counts(all_jobs)
+    for k in ("xfailed", "xpassed"):
+        if n.get(k):
+            print(f"run-tests: {n[k]} {k} (expected failures: see the jobs' summaries)")
+    # the plain closing line, every job's tests added up (a job that failed without a
+    # pytest summary still counts: the line says failed)
+    failed = n.get("failed", 0) or (1 if bad else 0)
+    print(f"tests: {n.get('passed', 0)} passed, {failed} failed, {n.get('skipped', 0)} skipped")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
