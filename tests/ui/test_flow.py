@@ -159,7 +159,7 @@ async def test_v_while_the_index_is_written_opens_the_results_once_it_is(
     with "when every drive has finished"; the results open when the index is written."""
     index_done = threading.Event()
     engine = SlowIndexEngine(scripted_engine(tmp_path), index_done)
-    app = make_app(engine, results_root=tmp_path)  # type: ignore[arg-type]
+    app = make_app(engine, results_root=tmp_path)
     async with app.run_test(size=(80, 25)) as pilot:
         screen = await to_plan(pilot, app)
         await fill_plan(pilot, screen)
