@@ -13,8 +13,8 @@ checks together; the unit and UI tests again on the image's Python pins
 in a `make test` on a 2-core machine; a job it does not name counts as 60 s). A lane takes
 the longest job whose needs are done, so the long QEMU files start first and the short jobs
 fill the end: neither core waits idle while the other has hours of queue (issue 31). Every
-job was written to run beside any other (own pytest temporary root, own loop devices,
-tmux sessions, ports and QEMU working folders).
+job was written to run beside any other (own pytest temporary root /tmp/ssdbench-tNN, own
+loop devices, tmux sessions, ports and QEMU working folders).
 
 Output: every job's lines as they come, prefixed ``[job]``; whole logs in build/test-logs/
 (one per job); at the end a budget (each lane's jobs and wall time, the slowest tests, how far
@@ -60,6 +60,7 @@ class Job:
     estimate_s: float
     needs: tuple[str, ...] = ()
     pytest: bool = True
+    number: int = 0  # its place in jobs(): its temporary root's name
     # filled in as it runs
     lane: int = -1
     start: float = 0.0
@@ -116,6 +117,8 @@ def jobs(args: list[str]) -> list[Job]:
                    est("unit, ui, simdrive, buildroot")))
     out.append(Job("image-pins", [str(REPO / "scripts" / "test-image-python.sh"), *args],
                    est("image-pins")))
+    for i, job in enumerate(out):
+        job.number = i
     return out
 
 
@@ -151,7 +154,8 @@ class Runner:
     def _run(self, job: Job) -> None:
         safe = re.sub(r"[^\w.-]+", "_", job.name).strip("_")
         job.log = LOGS / f"{safe}.log"
-        tmp = Path(os.environ.get("TMPDIR", "/tmp")) / "ssdbench-tests" / safe
+        # short: a Unix socket under it (nbdkit -U, QMP) may be at most 107 bytes long
+        tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"ssdbench-t{job.number:02d}"
         tmp.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, PYTEST_DEBUG_TEMPROOT=str(tmp), PYTHONUNBUFFERED="1")
         job.start = time.time()
