@@ -1,0 +1,106 @@
+"""scripts/run-tests.py, the scheduler `make test` runs every tier with: the longest job
+first, a job's needs first, a job that wants no QEMU beside it never overlapping one, a
+failed need failing its dependants, the budget and the closing line from the jobs' logs."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.fixture
+def rt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("run_tests", REPO / "scripts" / "run-tests.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "run_tests", module)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "LOGS", tmp_path / "logs")
+    (tmp_path / "logs").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    return module
+
+
+def job(rt: ModuleType, name: str, seconds: float, *, rc: int = 0, **kw: Any) -> Any:
+    return rt.Job(name, ["sh", "-c", f"sleep {seconds}; echo {name}; exit {rc}"], seconds,
+                  pytest=False, **kw)
+
+
+def run(rt: ModuleType, jobs: list[Any], lanes: int = 2) -> list[Any]:
+    for i, j in enumerate(jobs):
+        j.number = i
+    runner = rt.Runner(list(jobs), lanes)
+    import threading
+
+    threads = [threading.Thread(target=runner.lane, args=(i,)) for i in range(lanes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return jobs
+
+
+def overlap(a: Any, b: Any) -> bool:
+    return bool(a.start < b.end and b.start < a.end)
+
+
+def test_longest_first_needs_first_and_alone_never_beside_qemu(rt: ModuleType) -> None:
+    image = job(rt, "dev-image", 0.2)
+    quick = job(rt, "kiosk_quick", 0.6, needs=("dev-image",), qemu=True, alone=True)
+    serial = job(rt, "serial", 0.8, needs=("dev-image",), qemu=True)
+    boot = job(rt, "boot", 0.3, needs=("dev-image",), qemu=True)
+    known = job(rt, "known", 0.7)
+    unit = job(rt, "unit", 0.5)
+    done = run(rt, [unit, boot, serial, quick, known, image])
+    assert all(j.rc == 0 for j in done)
+    assert image.lane != known.lane and image.start <= known.start + 0.1
+    for j in (quick, serial, boot):
+        assert j.start >= image.end
+    # the job that wants no QEMU beside it comes first after the dev image, then no guest
+    # runs beside it
+    assert quick.start < serial.start
+    assert not overlap(quick, serial) and not overlap(quick, boot)
+    assert (quick.log.read_text().splitlines()
+            == ["kiosk_quick"])
+
+
+def test_a_failed_need_fails_its_dependants_and_the_rest_goes_on(rt: ModuleType) -> None:
+    image = job(rt, "dev-image", 0.1, rc=3)
+    e2e = job(rt, "e2e", 0.1, needs=("dev-image",), qemu=True)
+    unit = job(rt, "unit", 0.1)
+    run(rt, [image, e2e, unit])
+    assert (image.rc, e2e.rc, unit.rc) == (3, 1, 0)
+    assert "not run: dev-image failed" in e2e.log.read_text()
+
+
+def test_every_jobs_pytest_summary_adds_up_to_the_closing_counts(rt: ModuleType,
+                                                                 tmp_path: Path) -> None:
+    logs = []
+    for i, line in enumerate((
+            "====== 816 passed, 1 deselected, 15 xfailed in 1553.49s (0:25:53) ======",
+            "================ 697 passed, 2 deselected in 126.64s (0:02:06) ================",
+            "==== 1 failed, 11 passed, 2 skipped, 1 error in 674.10s (0:11:14) ====")):
+        j = rt.Job(f"j{i}", [], 1.0)
+        j.log = tmp_path / f"j{i}.log"
+        j.log.write_text(f"tests/x.py ...\n{line}\n")
+        logs.append(j)
+    n = rt.counts(logs)
+    assert (n["passed"], n["failed"], n["skipped"], n["xfailed"]) == (1524, 2, 2, 15)
+
+
+def test_the_jobs_cover_every_test_file(rt: ModuleType) -> None:
+    jobs = rt.jobs([])
+    argv = " ".join(" ".join(j.argv) for j in jobs)
+    for f in sorted((REPO / "tests").glob("*/test_*.py")):
+        rel = f.relative_to(REPO).as_posix()
+        top = rel.split("/")[1]
+        assert rel in argv or f"tests/{top}" in argv.split(), rel
+    assert any(j.name == "image-pins" for j in jobs)
+    assert [j.name for j in jobs if j.alone] == ["tests/e2e/test_kiosk_quick.py"]
