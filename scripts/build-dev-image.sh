@@ -27,7 +27,7 @@ for tool in apt-get dpkg-deb grub-mkimage genimage mkfs.vfat mcopy zstd cpio dep
 done
 
 mkdir -p "$out/debs" "$out/apt"
-# One build at a time: `make test` may ask for the image from both lanes (scripts/run-tests.sh);
+# One build at a time: `make test` may ask for the image from two jobs at once (scripts/run-tests.py);
 # the second waits and then finds it up to date.
 exec 9>"$out/.lock"
 flock 9
