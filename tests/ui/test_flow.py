@@ -51,6 +51,13 @@ async def fill_plan(pilot, screen: PlanScreen) -> None:
     await pilot.pause()
 
 
+async def to_consent(pilot, app) -> None:
+    """From the drives screen to the consent screen of a filled-in plan."""
+    await fill_plan(pilot, await to_plan(pilot, app))
+    await pilot.press("ctrl+s")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConsentScreen), what="consent")
+
+
 async def test_drives_table_and_protected_drive_refused() -> None:
     app = make_app()
     async with app.run_test(size=(80, 25)) as pilot:
@@ -96,10 +103,7 @@ async def test_consent_then_run_then_results(tmp_path: Path) -> None:
     engine = scripted_engine(tmp_path, hold=hold)
     app = make_app(engine, results_root=tmp_path)
     async with app.run_test(size=(80, 25)) as pilot:
-        screen = await to_plan(pilot, app)
-        await fill_plan(pilot, screen)
-        await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConsentScreen), what="consent")
+        await to_consent(pilot, app)
         await pilot.press(*"abcd", "enter")  # wrong: refused, still asking
         assert isinstance(app.screen, ConsentScreen)
         assert "does not match" in text_of(app.screen.query_one("#consent-error", Static))
@@ -161,10 +165,7 @@ async def test_v_while_the_index_is_written_opens_the_results_once_it_is(
     engine = SlowIndexEngine(scripted_engine(tmp_path), index_done)
     app = make_app(engine, results_root=tmp_path)
     async with app.run_test(size=(80, 25)) as pilot:
-        screen = await to_plan(pilot, app)
-        await fill_plan(pilot, screen)
-        await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConsentScreen), what="consent")
+        await to_consent(pilot, app)
         await pilot.press(*"oop1", "enter")
         await wait_for(pilot, engine.index_started.is_set, what="index started")
         run = app.screen
