@@ -135,9 +135,8 @@ def jobs(args: list[str]) -> list[Job]:
 
 
 class Runner:
-    def __init__(self, todo: list[Job], lanes: int) -> None:
+    def __init__(self, todo: list[Job]) -> None:
         self.todo = todo
-        self.lanes = lanes
         self.cond = threading.Condition()
         self.done: set[str] = set()
         self.failed_needs: set[str] = set()
@@ -238,7 +237,7 @@ def counts(done: list[Job]) -> dict[str, int]:
     """Every job's pytest closing line added up: passed, failed (with errors), skipped..."""
     total: dict[str, int] = defaultdict(int)
     for j in done:
-        if not (j.pytest or j.name == "image-pins") or not j.log.is_file():
+        if not j.pytest or not j.log.is_file():
             continue
         for line in j.log.read_text(errors="replace").splitlines():
             m = SUMMARY.match(line)
@@ -327,7 +326,7 @@ def main(args: list[str]) -> int:
     todo = jobs(args)
     all_jobs = list(todo)
     print(f"run-tests: {len(todo)} jobs on {lanes} lanes, longest first")
-    runner = Runner(todo, lanes)
+    runner = Runner(todo)
     threads = [threading.Thread(target=runner.lane, args=(i,), daemon=True)
                for i in range(lanes)]
     for t in threads:

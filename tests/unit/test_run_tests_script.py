@@ -36,7 +36,7 @@ def job(rt: ModuleType, name: str, seconds: float, *, rc: int = 0, **kw: Any) ->
 def run(rt: ModuleType, jobs: list[Any], lanes: int = 2) -> list[Any]:
     for i, j in enumerate(jobs):
         j.number = i
-    runner = rt.Runner(list(jobs), lanes)
+    runner = rt.Runner(list(jobs))
     import threading
 
     threads = [threading.Thread(target=runner.lane, args=(i,)) for i in range(lanes)]
