@@ -35,7 +35,7 @@ def sandisk_like() -> Series:
 def test_long_plateau_cliff_at_800_and_no_steady_state_on_the_plateau() -> None:
     a = analyse_iops(sandisk_like())
     assert a.cliff.at_s == 800
-    assert a.cliff.reference_window_s == 60 and a.cliff.threshold_iops is not None
+    assert a.cliff.plateau_s == 800 and a.cliff.threshold_iops is not None
     assert 49_000 < a.cliff.reference_iops < 51_500  # type: ignore[operator]
     # the plateau is flat: searched from the start, SNIA calls it steady at 300 s ...
     assert snia_steady_state(sandisk_like()).at_s == 300
@@ -65,7 +65,7 @@ def test_first_minute_dip_does_not_hide_the_cliff_or_become_it() -> None:
 def test_enterprise_drive_without_a_cliff_is_steady_from_the_start() -> None:
     iops = noisy(30_000, 2000, 0.02, 7)
     a = analyse_iops(iops)
-    assert a.cliff.at_s is None and a.cliff.reference_window_s == 60
+    assert a.cliff.at_s is None and a.cliff.plateau_s == 2000
     assert a.steady_state.search_from_s == 0 and a.steady_state.at_s == 300
 
 
@@ -79,7 +79,7 @@ def test_seven_percent_op_drive_falls_off_within_seconds() -> None:
     iops = np.r_[np.full(3, 4000.0), after]
     a = analyse_iops(iops)
     assert a.cliff.at_s == 3
-    assert (a.cliff.reference_window_s, a.cliff.reference_start_s) == (3, 0)
+    assert (a.cliff.plateau_s, a.cliff.reference_start_s) == (3, 0)
     assert a.cliff.reference_iops == 4000.0
     assert a.steady_state.search_from_s == 60
     assert a.steady_state.reached and a.steady_state.first_round == 1

@@ -116,11 +116,26 @@ def test_steady_search_after_the_cliff_too_short_says_so() -> None:
     assert ss.snia_literal is not None and ss.snia_literal.at_s == 300
 
 
-def test_not_steady_on_the_level_left_says_why() -> None:
-    iops = np.r_[noisy(50_000, 800, 0.02, 20), noisy(30_000, 280, 0.02, 21)]
+def test_not_steady_on_the_level_left_names_the_final_level_check() -> None:
+    # 50K for 840 s, then 26K and 38K a minute each: no window passes the range rule: the only flat window is
+    # on the plateau the drive left; the note names the check that rejected it (#30 class 3)
+    minutes = np.repeat(np.tile([26_000.0, 38_000.0], 5), 60)  # a minute each, 600 s
+    iops = np.r_[noisy(50_000, 840, 0.02, 20), minutes * noisy(1, 600, 0.02, 21)]
     ss = analyse_iops(iops).steady_state
-    # 18 rounds; after 800 s only 4 whole rounds at 30K: no window, the note says why
-    assert not ss.reached and ss.note is not None and "left" in ss.note
+    assert not ss.reached and ss.note is not None, ss
+    assert ss.note.startswith("final-level check:") and "left" in ss.note
+
+
+def test_a_fall_in_the_last_minutes_is_named_and_keeps_steady_state() -> None:
+    # 50K for 800 s then 30K for the last 280 s (#30 class 3): too short to be the drive's
+    # level, so the steady state on 50K stands and the fall is a named event (before
+    # 2026-11-27 the final-level check said "not reached")
+    iops = np.r_[noisy(50_000, 800, 0.02, 20), noisy(30_000, 280, 0.02, 21)]
+    a = analyse_iops(iops)
+    assert a.steady_state.reached and a.steady_state.at_s == 300
+    assert a.events is not None
+    late = a.events.of("late-fall")
+    assert len(late) == 1 and abs(late[0].at_s - 800) <= 1
 
 
 def test_fill_too_short_says_so() -> None:

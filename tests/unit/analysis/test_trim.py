@@ -83,6 +83,6 @@ def test_recovered_by_idle_alone_is_inconclusive_and_says_so():
 
 def test_reason_reads_in_percent_of_clean():
     v = trim_verdict(200.0, 72.0, 198.0, settle_s=10.0, trim_idle_s=10.0)
-    assert "36% of its clean speed" in v.reason and "99%" in v.reason
+    assert "36.0% of its clean speed" in v.reason and "99.0%" in v.reason
     assert v.settle_s == 10.0 and v.trim_idle_s == 10.0
     assert v.to_dict()["basis"] == "same-idle"

@@ -1,5 +1,5 @@
-"""Analysis of measured series: statistics, steady window, stalls, SNIA steady state,
-spare-area cliff, latency, fill and the TRIM verdict.
+"""Analysis of measured series: statistics, steady window, levels and events (the cliff,
+throttles, stalls, steps, declines), SNIA steady state, latency, fill and the TRIM verdict.
 
 Pure functions on numpy arrays returning frozen dataclasses with ``to_dict()``; no files
 are read here (``ssdbench.report`` loads the CSVs). Definitions: docs/analysis.md.
@@ -7,6 +7,7 @@ are read here (``ssdbench.report`` loads the CSVs). Definitions: docs/analysis.m
 
 from __future__ import annotations
 
+from ssdbench.analysis.events import Event, Events, find_events
 from ssdbench.analysis.fill import FillStats, fill_stats
 from ssdbench.analysis.iops import (
     Cliff,
@@ -16,17 +17,16 @@ from ssdbench.analysis.iops import (
     Stalls,
     SteadyState,
     analyse_iops,
+    clean_series,
     default_steady_start,
     final_level,
     minute_rounds,
     rolling_mean,
-    running_plateau,
     series_stats,
     snia_steady_state,
     spare_area_cliff,
     stalls,
     steady_window_start,
-    sustained_drop,
 )
 from ssdbench.analysis.latency import (
     LatencyHistogram,
@@ -39,6 +39,8 @@ from ssdbench.analysis.trim import VERDICTS, TrimVerdict, trim_verdict
 __all__ = [
     "VERDICTS",
     "Cliff",
+    "Event",
+    "Events",
     "FillStats",
     "IopsAnalysis",
     "LatencyHistogram",
@@ -49,19 +51,19 @@ __all__ = [
     "SteadyState",
     "TrimVerdict",
     "analyse_iops",
+    "clean_series",
     "default_steady_start",
     "fill_stats",
     "final_level",
+    "find_events",
     "latency_summary",
     "minute_rounds",
     "pooled_percentiles",
     "rolling_mean",
-    "running_plateau",
     "series_stats",
     "snia_steady_state",
     "spare_area_cliff",
     "stalls",
     "steady_window_start",
-    "sustained_drop",
     "trim_verdict",
 ]

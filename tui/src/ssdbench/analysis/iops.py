@@ -19,6 +19,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ssdbench.analysis.events import CLIFF_FRACTION, PLATEAU_MIN_S, Events, find_events
+from ssdbench.analysis.levels import tail_level
+
 FloatArray = npt.NDArray[np.float64]
 
 REVIEW_DURATION_S = 2000
@@ -32,12 +35,7 @@ SNIA_WINDOW_ROUNDS = 5
 SNIA_RANGE_LIMIT = 0.20  # max - min <= 20% of the window mean
 SNIA_SLOPE_LIMIT = 0.10  # |slope| * (rounds - 1) <= 10% of the window mean
 
-CLIFF_FRACTION = 0.50  # below 50% of the plateau (the best 60-s mean) ...
-CLIFF_SUSTAIN_S = 30  # ... every 30-s mean starting in the next 30 s below it ...
-# ... and below the geometric mean of the plateau and the final level (nearer the final)
-PLATEAU_WINDOW_S = 60  # the plateau: the highest mean over 60 consecutive seconds
-EARLY_WINDOW_S = 3  # a plateau shorter than a minute: the best 3-s mean of the first minute
-FINAL_MINUTES = 5  # the final level: median of the last 5 minutes' means
+PLATEAU_WINDOW_S = 60  # no cliff is looked for in a torture shorter than a minute
 
 
 def as_series(values: Any) -> FloatArray:
@@ -218,24 +216,26 @@ class SteadyState:
 
 
 def minute_rounds(iops: Any) -> FloatArray:
-    """Mean IOPS of each full minute ``[60k, 60k+60)``; a minute with a NaN is NaN."""
+    """Mean IOPS of each full minute ``[60k, 60k+60)`` over its seconds with a value; a
+    minute with fewer than half of its seconds present is NaN (not usable)."""
     arr = as_series(iops)
     full = arr.size // ROUND_S
     if full == 0:
         return np.empty(0, dtype=np.float64)
-    return np.asarray(arr[: full * ROUND_S].reshape(full, ROUND_S).mean(axis=1), np.float64)
+    block = arr[: full * ROUND_S].reshape(full, ROUND_S)
+    present = (~np.isnan(block)).sum(axis=1)
+    sums = np.where(np.isnan(block), 0.0, block).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / present
+    return np.asarray(np.where(2 * present >= ROUND_S, means, np.nan), np.float64)
 
 
 def final_level(iops: Any) -> float | None:
-    """The level a run ends at: the median of the mean IOPS of its last five minutes,
-    counted back from the end (``[n - 60(j+1), n - 60j)``, j = 0…4; fewer in a shorter run;
-    a minute holding a missing second is skipped). The median, so a recovery burst of up to
-    two minutes does not move it. None: no whole minute."""
-    arr = as_series(iops)
-    means = [float(arr[arr.size - ROUND_S * (j + 1): arr.size - ROUND_S * j].mean())
-             for j in range(FINAL_MINUTES) if arr.size >= ROUND_S * (j + 1)]
-    means = [m for m in means if not math.isnan(m)]
-    return float(np.median(means)) if means else None
+    """The level a run ends at, when its levels are not known: the median of the mean IOPS
+    of its last five minutes (:func:`ssdbench.analysis.levels.tail_level`).
+    :func:`analyse_iops` uses the events' final level
+    (:func:`ssdbench.analysis.events.find_events`). None: no whole minute."""
+    return tail_level(as_series(iops))
 
 
 def _slope(y: FloatArray) -> float:
@@ -304,66 +304,24 @@ def _steady_note(seconds: int, rounds: int, first: int, literal: SniaWindow | No
              f"{literal.window_mean:,.0f} IOPS")
     if literal.first_round < first:
         return f"not steady after the cliff ({first * ROUND_S} s); {where}, before it"
-    return (f"not steady on a level the drive keeps: {where}, a level the drive left "
-            f"(final level {final or 0:,.0f} IOPS)")
-
-
-def _rolling_nanmean(arr: FloatArray, window: int) -> FloatArray:
-    """Mean of the present seconds of ``arr[t : t + window]`` for every ``t`` where the
-    window fits; NaN when fewer than half of its seconds are present."""
-    missing = np.isnan(arr)
-    csum = np.concatenate(([0.0], np.cumsum(np.where(missing, 0.0, arr))))
-    cnt = np.concatenate(([0], np.cumsum(~missing)))
-    sums = csum[window:] - csum[:-window]
-    present = cnt[window:] - cnt[:-window]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = sums / present
-    return np.asarray(np.where(2 * present >= window, means, np.nan), dtype=np.float64)
-
-
-def sustained_drop(
-    values: Any,
-    threshold: float | FloatArray,
-    sustain: int,
-    start: int = 0,
-    window_threshold: float | FloatArray | None = None,
-) -> int | None:
-    """First index ``t >= start`` where ``values[t] < threshold`` and the mean of every
-    ``sustain``-long window starting in ``[t, t + sustain)`` that fits in the series is
-    below ``window_threshold`` (default: ``threshold``; at least the window starting at
-    ``t`` must fit). Both may be one value per index ``t`` (NaN: no drop can start there).
-    Means leave missing seconds out;
-    a window with fewer than half of its seconds present is not below."""
-    arr = as_series(values)
-    n = arr.size
-    if sustain <= 0 or n - start < sustain:
-        return None
-    means = _rolling_nanmean(arr, sustain)  # one per start 0 … n - sustain
-    worst = np.concatenate((np.where(np.isnan(means), np.inf, means),
-                            np.full(sustain - 1, -np.inf)))
-    ahead = np.lib.stride_tricks.sliding_window_view(worst, sustain).max(axis=1)
-    thr = np.broadcast_to(np.asarray(threshold, dtype=np.float64), (n,))
-    wthr = thr if window_threshold is None else np.broadcast_to(
-        np.asarray(window_threshold, dtype=np.float64), (n,))
-    t = np.arange(start, means.size)
-    with np.errstate(invalid="ignore"):
-        ok = (arr[t] < thr[t]) & (ahead[t] < wthr[t])
-    hits = np.flatnonzero(ok)
-    return int(t[hits[0]]) if hits.size else None
+    return (f"final-level check: {where}, more than 20% from the level the run ends at "
+            f"({final or 0:,.0f} IOPS): a level the drive left is not its steady state")
 
 
 @dataclass(frozen=True)
 class Cliff:
-    """Spare-area cliff: the first sustained drop below 50% of the plateau before it, to a
-    level nearer the one the run ends at than the plateau (docs/analysis.md)."""
+    """Spare-area cliff: the last sharp fall below 50% of the level before it (the plateau)
+    that the drive does not recover from (docs/analysis.md "Levels and events")."""
 
     reference_iops: float | None  # the plateau level (None if the run is shorter than 60 s)
     threshold_iops: float | None
     at_s: int | None  # second where the sustained drop starts; None = not found
     reference_start_s: int | None = None  # where the plateau's window starts
-    reference_window_s: int | None = None  # 60 (plateau) or 3 (a plateau under a minute)
-    final_iops: float | None = None  # the run's final level (final_level)
+    reference_window_s: int | None = None  # before 2026-11-27: 60 or 3 (the best-mean window)
+    final_iops: float | None = None  # the run's final level (the events' final level)
     note: str | None = None  # why the search could not be made (a run too short)
+    plateau_s: int | None = None  # how long the plateau before the cliff lasted
+    level_after_iops: float | None = None  # the level the cliff falls to
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -383,132 +341,38 @@ def rolling_mean(values: Any, window: int) -> FloatArray:
     return np.asarray(np.where(holes > 0, np.nan, sums / window), dtype=np.float64)
 
 
-def running_plateau(values: Any, window: int) -> tuple[FloatArray, npt.NDArray[np.int64]]:
-    """For every second ``t``: the highest ``window``-second mean among the windows that end
-    at or before ``t`` (``[s, s + window)`` with ``s + window <= t``; NaN before the first,
-    a window with a missing second skipped), and the first start ``s`` where it occurs
-    (-1 where there is none)."""
-    arr = as_series(values)
-    n = arr.size
-    level = np.full(n, np.nan)
-    where = np.full(n, -1, dtype=np.int64)
-    means = rolling_mean(arr, window)
-    if means.size == 0 or n <= window:
-        return level, where
-    m = np.where(np.isnan(means), -np.inf, means)
-    best = np.maximum.accumulate(m)
-    previous = np.concatenate(([-np.inf], best[:-1]))
-    idx = np.maximum.accumulate(np.where(m > previous, np.arange(m.size), 0))
-    count = n - window  # seconds window … n-1 have a window ending at or before them
-    level[window:] = np.where(np.isfinite(best[:count]), best[:count], np.nan)
-    where[window:] = np.where(np.isfinite(best[:count]), idx[:count], -1)
-    return level, where
-
-
-def _plateau(values: FloatArray, window: int, last_start: int) -> tuple[float, int] | None:
-    """(highest ``window``-second mean, first start where it occurs) among the windows
-    starting at ``0 … last_start``; None without a positive one."""
-    means = rolling_mean(values, window)[: last_start + 1]
-    if means.size == 0 or np.isnan(means).all():
-        return None
-    start = int(np.nanargmax(means))
-    level = float(means[start])
-    return (level, start) if level > 0 else None
-
-
-@dataclass(frozen=True)
-class Drop:
-    """A sustained drop below a share of the plateau before it (:func:`plateau_drop`)."""
-
-    at: int  # the second of the sharpest fall
-    level: float  # the plateau: the highest window mean that ended before the drop
-    level_start: int  # where that window starts
-    threshold: float  # fraction x level
-
-
-def plateau_drop(values: Any, window: int, fraction: float, sustain: int,
-                 final: float | None = None) -> Drop | None:
-    """The first sustained drop below ``fraction`` of the plateau so far.
-
-    The plateau at second ``u`` is the highest ``window``-second mean among the windows
-    that end at or before ``u`` (:func:`running_plateau`). The drop starts at the first
-    ``u >= window`` from which every ``sustain``-second mean starting in
-    ``[u, u + sustain)`` (those that fit) is below ``fraction`` x that plateau and, with a
-    ``final`` level, below the geometric mean of the plateau and ``final``
-    (:func:`_toward_final`). The drop is reported at the sharpest fall in
-    ``[u, u + sustain)``: the second ``t`` where the mean of the ``k`` seconds before ``t``
-    minus the mean of the ``k`` seconds from ``t`` is largest (``k`` = a third of
-    ``sustain``, 10 s for 30 s), so a step is reported at its step."""
-    arr = as_series(values)
-    level, where = running_plateau(arr, window)
-    threshold = fraction * np.where(level > 0, level, np.nan)
-    u = sustained_drop(arr, math.inf, sustain, start=window,
-                       window_threshold=_toward_final(threshold, level, final))
-    if u is None:
-        return None
-    t = _sharpest_fall(arr, u, u + sustain, max(1, sustain // 3))
-    return Drop(t, float(level[u]), int(where[u]), float(threshold[u]))
-
-
-def _sharpest_fall(arr: FloatArray, lo: int, hi: int, k: int) -> int:
-    """The ``t`` in ``[lo, hi)`` maximising mean(arr[t-k:t]) - mean(arr[t:t+k]) (missing
-    seconds left out); ``lo`` when no ``t`` has both means."""
-    n = arr.size
-    first, last = max(lo, k), min(hi, n - k + 1)
-    if first >= last:
-        return lo
-    means = _rolling_nanmean(arr, k)  # means[j]: arr[j : j + k]
-    t = np.arange(first, last)
-    fall = means[t - k] - means[t]
-    if np.isnan(fall).all():
-        return lo
-    return int(t[int(np.nanargmax(fall))])
-
-
-def spare_area_cliff(iops: Any) -> Cliff:
-    """The first sustained drop below half of the plateau so far (the highest 60-s mean
-    that ended before it) toward the run's final level (:func:`plateau_drop`). When there
-    is none, a plateau shorter than a minute is looked for: the highest 3-s mean of the
-    first minute, and a sustained drop below half of it (the second itself below, the 30-s
-    means as above) that starts inside the first minute."""
+def spare_area_cliff(iops: Any, events: Events | None = None) -> Cliff:
+    """The spare-area cliff: the last sharp fall below half of the level before it that the
+    drive does not recover from by the run's end (:func:`ssdbench.analysis.events.find_events`;
+    docs/analysis.md "Levels and events"). Without one, ``reference_iops`` is the highest
+    level of at least ``PLATEAU_MIN_S``."""
     arr = as_series(iops)
     if arr.size < PLATEAU_WINDOW_S:
         return Cliff(None, None, None, note=(
-            f"run too short for the cliff: it needs a {PLATEAU_WINDOW_S}-s plateau and "
-            f"{CLIFF_SUSTAIN_S} s after the drop; the torture lasted {arr.size} s"))
-    final = final_level(arr)
-    drop = plateau_drop(arr, PLATEAU_WINDOW_S, CLIFF_FRACTION, CLIFF_SUSTAIN_S, final)
-    if drop is not None:
-        return Cliff(drop.level, drop.threshold, drop.at, drop.level_start, PLATEAU_WINDOW_S,
-                     final_iops=final)
-    early = _plateau(arr, EARLY_WINDOW_S, ROUND_S - EARLY_WINDOW_S)
-    if early is not None:
-        early_thr = CLIFF_FRACTION * early[0]
-        early_at = sustained_drop(
-            arr, early_thr, CLIFF_SUSTAIN_S, start=early[1],
-            window_threshold=_toward_final(np.float64(early_thr), np.float64(early[0]), final))
-        if early_at is not None and early_at < ROUND_S:
-            return Cliff(early[0], early_thr, early_at, early[1], EARLY_WINDOW_S,
-                         final_iops=final)
-    plateau = _plateau(arr, PLATEAU_WINDOW_S, arr.size - PLATEAU_WINDOW_S)
-    if plateau is None:
-        means = rolling_mean(arr, PLATEAU_WINDOW_S)
-        best = float(np.nanmax(means)) if not np.isnan(means).all() else math.nan
-        return Cliff(_opt(best), None, None, final_iops=final)
-    return Cliff(plateau[0], CLIFF_FRACTION * plateau[0], None, plateau[1], PLATEAU_WINDOW_S,
-                 final_iops=final)
+            f"run too short for the cliff: it needs {PLATEAU_WINDOW_S} s to tell a plateau "
+            f"and a fall the drive does not recover from; the torture lasted {arr.size} s"))
+    ev = events if events is not None else find_events(clean_series(arr)[0])
+    c = ev.cliff
+    if c is not None and c.from_level is not None:
+        return Cliff(c.from_level, CLIFF_FRACTION * c.from_level, c.at_s, c.plateau_start_s,
+                     None, final_iops=ev.final_level, plateau_s=c.plateau_s,
+                     level_after_iops=c.to_level)
+    long = [lv for lv in ev.levels if lv.duration_s >= PLATEAU_MIN_S] or list(ev.levels)
+    if not long:
+        return Cliff(None, None, None, final_iops=ev.final_level)
+    best = max(long, key=lambda lv: lv.mean)
+    return Cliff(best.mean, CLIFF_FRACTION * best.mean, None, best.start_s, None,
+                 final_iops=ev.final_level, plateau_s=best.duration_s)
 
 
-def _toward_final(threshold: Any, level: Any, final: float | None) -> FloatArray:
-    """The window means' threshold of a cliff: the lower of the threshold and the geometric
-    mean of the plateau and the final level, so the drop goes nearer (on a log scale) to the
-    level the run ends at than to the plateau: a fall to an intermediate plateau that the
-    drive later leaves (a write cache's end) is not yet its cliff."""
-    if final is None:
-        return np.asarray(threshold, dtype=np.float64)
+def clean_series(values: Any) -> tuple[FloatArray, int]:
+    """``values`` with every invalid value (negative, infinite) made missing (NaN), and how
+    many there were: a negative IOPS or MiB/s is a broken log, never averaged in."""
+    arr = as_series(values).copy()
     with np.errstate(invalid="ignore"):
-        mid = np.sqrt(np.asarray(level, dtype=np.float64) * max(final, 0.0))
-    return np.asarray(np.fmin(threshold, mid), dtype=np.float64)
+        bad = np.isinf(arr) | (arr < 0)
+    arr[bad] = np.nan
+    return arr, int(bad.sum())
 
 
 @dataclass(frozen=True)
@@ -516,47 +380,85 @@ class IopsAnalysis:
     """Everything computed from one torture's per-second IOPS."""
 
     duration_s: int  # seconds in the series (rows of iops.csv)
-    missing_seconds: int  # seconds without a value
-    steady_start_s: float
+    missing_seconds: int  # seconds without a value (invalid ones included)
+    steady_start_s: float  # the steady window's start (moved to the cliff when after it)
     whole: SeriesStats
     steady: SeriesStats
     stalls: Stalls
     steady_state: SteadyState
     cliff: Cliff
+    events: Events | None = None
+    invalid_seconds: int = 0  # negative or infinite values, made missing
+    planned_steady_start_s: float | None = None  # the window's start before the cliff moved it
+    notes: tuple[str, ...] = ()  # missing and invalid seconds, a moved window: named
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "duration_s": self.duration_s,
             "missing_seconds": self.missing_seconds,
+            "invalid_seconds": self.invalid_seconds,
             "steady_start_s": self.steady_start_s,
+            "planned_steady_start_s": self.planned_steady_start_s,
             "whole": self.whole.to_dict(),
             "steady": self.steady.to_dict(),
             "stalls": self.stalls.to_dict(),
             "steady_state": self.steady_state.to_dict(),
             "cliff": self.cliff.to_dict(),
+            "events": self.events.to_dict() if self.events else None,
+            "notes": list(self.notes),
         }
 
 
-def analyse_iops(iops: Any, steady_start_s: float | None = None) -> IopsAnalysis:
-    """Whole-run and steady-window statistics, stalls, the cliff, and SNIA steady state
-    searched from the cliff on (from the start when there is no cliff).
+def gap_notes(missing: int, invalid: int, n: int, what: str = "IOPS") -> list[str]:
+    """The sentences naming missing and invalid seconds (docs/analysis.md "Gaps")."""
+    notes = []
+    if invalid:
+        notes.append(f"{invalid} second(s) had an invalid {what} value (negative or "
+                     "infinite): treated as missing, not averaged in")
+    gaps = missing - invalid
+    if gaps:
+        notes.append(f"{gaps} of {n} second(s) have no value: left out of every mean; a "
+                     f"minute counts as a SNIA round when at least half of it has values")
+    return notes
 
-    ``steady_start_s`` None: :func:`default_steady_start` of the series' length.
+
+def analyse_iops(iops: Any, steady_start_s: float | None = None) -> IopsAnalysis:
+    """Whole-run and steady-window statistics, stalls, the events (the cliff, throttles,
+    stalls, steps, declines), and SNIA steady state searched from the cliff on (from the
+    start when there is no cliff), on the events' final level.
+
+    ``steady_start_s`` None: :func:`default_steady_start` of the series' length. A cliff
+    inside the steady window moves the window's start to the cliff: the headline is of one
+    level, the one the drive keeps (the planned start is kept in
+    ``planned_steady_start_s`` and a note says so).
     """
-    arr = as_series(iops)
+    arr, invalid = clean_series(iops)
     start = default_steady_start(arr.size) if steady_start_s is None else float(steady_start_s)
     if start < 0:
         raise ValueError(f"steady_start_s must be >= 0, got {start}")
+    events = find_events(arr)
+    cliff = spare_area_cliff(arr, events)
+    missing = int(np.isnan(arr).sum())
+    notes = gap_notes(missing, invalid, int(arr.size))
+    planned = start
+    if cliff.at_s is not None and start < cliff.at_s < arr.size:
+        start = float(cliff.at_s)
+        notes.append(f"the steady window starts at the cliff ({cliff.at_s} s), not at "
+                     f"{planned:g} s: the window would have averaged the plateau and the level "
+                     "after the cliff")
     steady = series_stats(arr[_steady_slice(arr.size, start)])
-    cliff = spare_area_cliff(arr)
+    final = events.final_level if events.levels else final_level(arr)
     return IopsAnalysis(
         duration_s=int(arr.size),
-        missing_seconds=int(np.isnan(arr).sum()),
+        missing_seconds=missing,
         steady_start_s=start,
         whole=series_stats(arr),
         steady=steady,
         stalls=stalls(arr, start, steady.mean),
-        steady_state=snia_steady_state(arr, after_s=cliff.at_s or 0,
-                                       final_iops=final_level(arr)),
+        steady_state=snia_steady_state(arr, after_s=cliff.at_s or 0, final_iops=final),
         cliff=cliff,
+        events=events,
+        invalid_seconds=invalid,
+        planned_steady_start_s=planned,
+        notes=tuple(notes),
     )

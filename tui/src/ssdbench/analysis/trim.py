@@ -3,7 +3,13 @@
 ``recovery = (after_trim - after_torture) / (clean - after_torture)``;
 no real degradation (after_torture >= 90% of clean) -> "inconclusive";
 recovery >= 0.9 -> "effective"; >= 0.5 -> "partial"; else "ineffective".
-A missing or non-positive probe -> "incomplete".
+A missing, zero, negative or infinite probe -> "incomplete".
+
+With the probes' per-second series, each ratio gets a 99% interval (the delta method on the
+three means' standard errors, from the per-second noise pooled over the probes) and a
+verdict is given only where the interval clears its line; else "inconclusive: within the
+probes' noise (±x%)". Odd probe sets are named in ``anomalies``: a clean probe slower than
+after TRIM (suspect), after TRIM slower than after the torture, a stalled probe.
 
 Idle time is not TRIM. Background garbage collection during an idle can free a probe's worth
 of blocks on its own, so the TRIM run gives the after-torture probe the same idle as the
@@ -15,13 +21,22 @@ stage: part of the recovery may be idle time's), "no-idle", or "unknown" (not re
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
+
+import numpy as np
 
 DEGRADED_BELOW = 0.90  # after_torture must fall below 90% of clean to judge TRIM
 EFFECTIVE_FROM = 0.90
 PARTIAL_FROM = 0.50
 EPSILON = 1e-9  # boundaries are inclusive despite binary floating point
+
+Z = 2.576  # the verdict's interval: 99% (Student's t below 30 degrees of freedom)
+STALL_FRACTION = 0.01  # a probe second below 1% of the probe's median is a stall
+SUSPECT_RATIO = 1.25  # after TRIM more than 25% faster than clean: the clean probe is suspect
+TRIM_PHASES = ("clean", "after_torture", "after_trim")
+LABELS = {"clean": "clean", "after_torture": "after-torture", "after_trim": "after-TRIM"}
 
 VERDICTS = ("effective", "partial", "ineffective", "inconclusive", "incomplete")
 BASES = ("same-idle", "idle-after-trim-only", "no-idle", "unknown")
@@ -47,6 +62,62 @@ def idle_basis(settle_s: float | None, trim_idle_s: float | None) -> tuple[str, 
 
 
 @dataclass(frozen=True)
+class ProbeNoise:
+    """What a probe's per-second series says about its mean: how many seconds, the
+    standard error of the mean, and its stall seconds."""
+
+    seconds: int
+    stderr: float  # pooled relative noise x the probe's mean / sqrt(seconds)
+    stall_seconds: int = 0  # seconds at 0 (or below 1% of the probe's median)
+    stall_start_s: int | None = None  # where the first stall second is
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _t995(df: int) -> float:
+    """The two-sided 99% quantile of Student's t with ``df`` degrees of freedom (the normal
+    2.576 beyond 30): few seconds make a wide interval, not a confident one."""
+    table = ((1, 63.657), (2, 9.925), (3, 5.841), (4, 4.604), (5, 4.032), (6, 3.707),
+             (7, 3.499), (8, 3.355), (9, 3.250), (10, 3.169), (12, 3.055), (15, 2.947),
+             (20, 2.845), (25, 2.787), (30, 2.750))
+    for limit, t in table:
+        if df <= limit:
+            return t
+    return Z
+
+
+def probes_noise(series: Mapping[str, Any],
+                 means: Mapping[str, float]) -> tuple[dict[str, ProbeNoise], int]:
+    """Each probe's noise from the per-second MiB/s (NaN: missing, left out), and the
+    degrees of freedom behind it. The relative per-second noise is pooled over the three
+    probes (one drive, one workload; stall seconds left out), so a probe of two seconds
+    still gets a margin; ``({}, 0)`` when no probe has two seconds."""
+    seconds: dict[str, np.ndarray[Any, Any]] = {}
+    squares = 0.0
+    df = 0
+    stalls: dict[str, tuple[int, int | None]] = {}
+    for ph, ser in series.items():
+        arr = np.asarray(ser, dtype=np.float64)
+        arr = arr[~np.isnan(arr)]
+        if arr.size == 0 or ph not in means:
+            continue
+        median = float(np.median(arr))
+        stall = (arr <= 0) | (arr < STALL_FRACTION * median)
+        stalls[ph] = (int(stall.sum()), int(np.flatnonzero(stall)[0]) if stall.any() else None)
+        kept = arr[~stall]
+        seconds[ph] = arr
+        if kept.size >= 2 and kept.mean() > 0:
+            squares += float(((kept / kept.mean() - 1) ** 2).sum())
+            df += int(kept.size) - 1
+    if df == 0:
+        return {}, 0
+    rel = math.sqrt(squares / df)
+    return {ph: ProbeNoise(int(arr.size), rel * means[ph] / math.sqrt(arr.size), *stalls[ph])
+            for ph, arr in seconds.items()}, df
+
+
+@dataclass(frozen=True)
 class TrimVerdict:
     clean_mib_s: float | None
     after_torture_mib_s: float | None
@@ -58,56 +129,139 @@ class TrimVerdict:
     basis: str = "unknown"  # one of BASES: which idles the two later probes followed
     settle_s: float | None = None  # idle before the after-torture probe
     trim_idle_s: float | None = None  # idle between the TRIM and the after-TRIM probe
+    degradation_interval: tuple[float, float] | None = None  # 99% interval (per-second noise)
+    recovery_interval: tuple[float, float] | None = None
+    anomalies: tuple[str, ...] = ()  # odd probe sets, named
+    noise: dict[str, ProbeNoise] | None = None  # by phase, when the series were given
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["degradation_interval"] = (list(self.degradation_interval)
+                                     if self.degradation_interval else None)
+        d["recovery_interval"] = list(self.recovery_interval) if self.recovery_interval else None
+        d["anomalies"] = list(self.anomalies)
+        d["noise"] = {k: v.to_dict() for k, v in self.noise.items()} if self.noise else None
+        return d
+
+
+def values_of(clean: float | None, after_torture: float | None,
+              after_trim: float | None) -> dict[str, float | None]:
+    return dict(zip(TRIM_PHASES, (clean, after_torture, after_trim), strict=True))
+
+
+def _interval(value: float, grads: list[float], errs: list[float],
+              z: float) -> tuple[float, float]:
+    """``value`` ± z x its standard error by the delta method (independent probes)."""
+    se = math.sqrt(sum((g * e) ** 2 for g, e in zip(grads, errs, strict=True)))
+    return value - z * se, value + z * se
 
 
 def trim_verdict(
     clean: float | None, after_torture: float | None, after_trim: float | None, *,
     settle_s: float | None = None, trim_idle_s: float | None = None,
+    series: Mapping[str, Any] | None = None,
 ) -> TrimVerdict:
     """The verdict of the three probes (MiB/s); ``settle_s`` and ``trim_idle_s`` are the
-    idles before the after-torture and the after-TRIM probe (run.json "settle" / "trim")."""
+    idles before the after-torture and the after-TRIM probe (run.json "settle" / "trim");
+    ``series``: each probe's per-second MiB/s by phase (probe-<phase>.csv), for the noise
+    margin and the stalls. A verdict is given only where the 99% interval of its ratio
+    clears the threshold (docs/analysis.md "TRIM verdict")."""
     basis, idle_text = idle_basis(settle_s, trim_idle_s)
+    given = {ph: v for ph, v in values_of(clean, after_torture, after_trim).items()
+             if v is not None and math.isfinite(v) and v > 0}
+    noise, df = probes_noise(series or {}, given)
+    z = _t995(df)
+    anomalies: list[str] = []
 
     def verdict_of(degradation: float | None, recovery: float | None, verdict: str,
-                   reason: str) -> TrimVerdict:
+                   reason: str, *, d_int: tuple[float, float] | None = None,
+                   r_int: tuple[float, float] | None = None) -> TrimVerdict:
         return TrimVerdict(clean, after_torture, after_trim, degradation, recovery, verdict,
-                           reason, basis, settle_s, trim_idle_s)
+                           reason, basis, settle_s, trim_idle_s, d_int, r_int,
+                           tuple(anomalies), noise or None)
 
-    missing = [
-        name
-        for name, v in (("clean", clean), ("after_torture", after_torture),
-                        ("after_trim", after_trim))
-        if v is None or math.isnan(v)
-    ]
+    values = (("clean", clean), ("after_torture", after_torture), ("after_trim", after_trim))
+    missing = [name for name, v in values if v is None or math.isnan(v)]
     if missing:
         return verdict_of(None, None, "incomplete", "missing probe: " + ", ".join(missing))
     assert clean is not None and after_torture is not None and after_trim is not None
-    if clean <= 0:
-        return verdict_of(None, None, "incomplete", "the clean probe measured no throughput")
-    degradation = after_torture / clean
-    if after_torture >= DEGRADED_BELOW * clean - EPSILON * clean:
+    bad = [name for name, v in values if v is not None and (math.isinf(v) or v < 0)]
+    if bad:
+        anomalies.append("invalid probe value: " + ", ".join(bad))
+        return verdict_of(None, None, "incomplete",
+                          "invalid (negative or infinite) probe value: " + ", ".join(bad))
+    zero = [name for name, v in values if v == 0]
+    if zero:
+        anomalies.append("probe measured no throughput: " + ", ".join(zero))
+        return verdict_of(None, None, "incomplete", "the " + ", ".join(
+            LABELS[z] for z in zero) + " probe measured no throughput (stalled)")
+    for ph, nz in noise.items():
+        if nz.stall_seconds:
+            anomalies.append(f"the {LABELS[ph]} probe stalled {nz.stall_seconds} s (first "
+                             f"at {nz.stall_start_s} s of the probe)")
+    known = all(ph in noise for ph in TRIM_PHASES)
+    errs = [noise[ph].stderr if known else 0.0 for ph in TRIM_PHASES]
+    c, t, a = clean, after_torture, after_trim
+    degradation = t / c
+    d_int = _interval(degradation, [-t / c**2, 1 / c, 0.0], errs, z) if known else None
+    d_lo, d_hi = d_int or (degradation, degradation)
+    margin = "" if known else (" No per-second series (or too short): the verdict has no "
+                               "noise margin.")
+    if a > SUSPECT_RATIO * c and (not known or a - z * errs[2] > c + z * errs[0]):
+        anomalies.append(f"clean probe slower than after TRIM ({a / c:.2f}x)")
+        return verdict_of(degradation, None, "inconclusive", (
+            f"The clean probe ({c:,.1f} MiB/s) is slower than the after-TRIM probe "
+            f"({a:,.1f} MiB/s, {a / c:.2f}x): the clean probe is suspect (the drive was "
+            "not clean, or something else ran), so TRIM cannot be judged." + margin),
+            d_int=d_int)
+    if d_lo >= DEGRADED_BELOW - EPSILON:
         if basis == "same-idle":
             reason = (f"No real degradation: after the torture and a {settle_s:g}-s idle the "
-                      f"probe wrote at {degradation:.0%} of its clean speed (>= 90%). The "
+                      f"probe wrote at {degradation:.1%} of its clean speed (>= 90%). The "
                       "drive's idle-time garbage collection recovers it, so TRIM cannot be "
                       "judged this way.")
         else:
             reason = (f"No real degradation: after the torture the probe wrote at "
-                      f"{degradation:.0%} of its clean speed (>= 90%), so TRIM cannot be judged.")
-        return verdict_of(degradation, None, "inconclusive", reason)
-    recovery = (after_trim - after_torture) / (clean - after_torture)
-    if recovery >= EFFECTIVE_FROM - EPSILON:
+                      f"{degradation:.1%} of its clean speed (>= 90%), so TRIM cannot be judged.")
+        return verdict_of(degradation, None, "inconclusive", reason + margin, d_int=d_int)
+    if d_hi >= DEGRADED_BELOW - EPSILON:
+        return verdict_of(degradation, None, "inconclusive", (
+            f"Inconclusive: within the probes' noise. After the torture the probe wrote at "
+            f"{degradation:.1%} of its clean speed (99% interval {d_lo:.1%}–{d_hi:.1%}), "
+            "which does not clear the 90% line, so whether the torture degraded the drive "
+            "cannot be told."), d_int=d_int)
+    recovery = (a - t) / (c - t)
+    r_int = _interval(recovery, [-(a - t) / (c - t) ** 2, (a - c) / (c - t) ** 2,
+                                 1 / (c - t)], errs, z) if known else None
+    r_lo, r_hi = r_int or (recovery, recovery)
+    half = (r_hi - r_lo) / 2
+    if r_hi < 0:
+        anomalies.append(f"after TRIM slower than after the torture ({a:,.1f} < {t:,.1f} MiB/s)")
+    if r_lo >= EFFECTIVE_FROM - EPSILON:
         verdict = "effective"
-    elif recovery >= PARTIAL_FROM - EPSILON:
+    elif r_hi < EFFECTIVE_FROM - EPSILON and r_lo >= PARTIAL_FROM - EPSILON:
         verdict = "partial"
-    else:
+    elif r_hi < PARTIAL_FROM - EPSILON:
         verdict = "ineffective"
+    else:
+        return verdict_of(degradation, recovery, "inconclusive", (
+            f"Inconclusive: within the probes' noise (±{half:.0%}). TRIM won back "
+            f"{recovery:.0%} of what the torture cost (99% interval {r_lo:.0%}–{r_hi:.0%}), "
+            "which straddles a verdict's line (50% or 90%)." + _stall_text(anomalies)),
+            d_int=d_int, r_int=r_int)
+    if r_hi < 0:
+        won = (f"after TRIM the probe was slower than after the torture ({a:,.1f} against "
+               f"{t:,.1f} MiB/s): TRIM won back nothing")
+    else:
+        won = f"TRIM won back {recovery:.0%} of what the torture cost"
+    within = f" (99% interval {r_lo:.0%}–{r_hi:.0%})" if r_int else ""
     return verdict_of(
         degradation, recovery, verdict,
-        f"After the torture the probe wrote at {degradation:.0%} of its clean speed, after "
-        f"TRIM at {after_trim / clean:.0%}: TRIM won back {recovery:.0%} of what the torture "
-        f"cost. {idle_text}",
-    )
+        f"After the torture the probe wrote at {degradation:.1%} of its clean speed, after "
+        f"TRIM at {a / c:.1%}: {won}{within}. {idle_text}{margin}{_stall_text(anomalies)}",
+        d_int=d_int, r_int=r_int)
+
+
+def _stall_text(anomalies: list[str]) -> str:
+    stalls = [x for x in anomalies if "stalled" in x]
+    return (" Stalls: " + "; ".join(stalls) + ".") if stalls else ""

@@ -132,7 +132,9 @@ def analyse(data: RunData) -> RunAnalysis:
     if kind == "trim" or data.probes:
         p = data.probes
         trim = trim_verdict(*(p[ph].mib_s if ph in p else None for ph in TRIM_PHASES),
-                            settle_s=_idle_s(meta, "settle"), trim_idle_s=_idle_s(meta, "trim"))
+                            settle_s=_idle_s(meta, "settle"), trim_idle_s=_idle_s(meta, "trim"),
+                            series={ph: ser["mib_s"] for ph, ser in data.probe_series.items()
+                                    if "mib_s" in ser})
         if trim.verdict == "incomplete":
             problems.append(f"TRIM probes incomplete: {trim.reason}")
     if kind == "diagnose" and data.readscan is None:
