@@ -5,8 +5,9 @@ cliff, throttles, stalls, steps, gradual declines and late falls (docs/analysis.
 * A **fall** is a level below the one before it. It is *recovered* when a later level of at
   least ``RECOVERY_MIN_S`` (or the run's last level) comes back to ``RECOVERED_FRACTION``
   of the level before the fall.
-* A recovered fall is a **throttle** (``THROTTLE_MIN_S`` or longer) or a **dip** (shorter,
-  only counted): the drive comes back, so it is not the cliff.
+* A recovered fall is a **throttle** (``THROTTLE_MIN_S`` or longer; shorter ones are part
+  of the level's noise): the drive comes back, so it is not the cliff. A fall the run ends
+  inside that goes from and to the levels of an earlier throttle is that throttle again.
 * A fall is *sharp* when the 10 seconds either side of it account for at least
   ``SHARP_SHARE`` of the fall (on a log scale); a run of falls that are not sharp is a
   **decline** (a smooth decay has no cliff).
@@ -217,6 +218,12 @@ def find_events(values: Any, seg: Segmentation | None = None, *,
             events.append(Event("late-fall", cur.start_s, n - cur.start_s, prev.mean,
                                 min(lv.mean for lv in levels[i:])))
             break
+        again = _same_throttle(events, prev.mean, cur.mean)
+        if again is not None:
+            flush_decline()  # the run ends inside a throttle it has had before
+            events.append(Event("throttle", cur.start_s, n - cur.start_s, prev.mean,
+                                min(lv.mean for lv in levels[i:])))
+            break
         if not _sharp(arr, seg.stall_threshold, cur.start_s, prev, cur):
             decline.append(i)
             i += 1
@@ -277,6 +284,17 @@ def _recovered_at(levels: list[Level], i: int, before: float) -> int | None:
         to_end = k == len(levels)
         if (held >= below or to_end) and (held >= RECOVERY_MIN_S or to_end):
             return j
+    return None
+
+
+def _same_throttle(events: list[Event], before: float, after: float) -> Event | None:
+    """An earlier throttle from and to the same levels (within MERGE_RATIO): a fall the run
+    ends inside is then that throttle again, not the cliff (a drive that oscillates)."""
+    for e in events:
+        if (e.kind == "throttle" and e.from_level and e.to_level
+                and max(e.from_level, before) < MERGE_RATIO * min(e.from_level, before)
+                and max(e.to_level, after) < MERGE_RATIO * min(e.to_level, after)):
+            return e
     return None
 
 
