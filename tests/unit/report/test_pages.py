@@ -44,16 +44,20 @@ def stick(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_index_leads_with_a_readable_summary(stick: Path):
     page = (stick / "index.html").read_text()
     header, rows = _table_after(page, "<h2>Summary</h2>")
-    assert header == ["Drive", "Run", "Steady IOPS (mean ± sd)", "Seconds at 0 IOPS",
+    assert header == ["Drive", "Run", "Steady IOPS (mean ± sd)",
+                      "Steady state, cliff and events", "Seconds at 0 IOPS",
                       "Longest stall", "TRIM verdict (probes: clean → after torture → "
                       "after TRIM)", "Erase"]
     by_run = {r[1].split()[0]: r for r in rows}
     cons, trim = by_run["consistency-default"], by_run["trim"]
     assert cons[0] == "Synthetic SSD 530 SYN1"
-    assert re.fullmatch(r"[\d,]+ ± [\d,]+", cons[2])
-    assert cons[4].endswith(" s")
-    assert trim[5] == "ineffective 315.1 → 183.3 → 193.3 MiB/s"
-    assert cons[6] == "ata-security-erase-enhanced, verified"
+    # the headline says where its window starts; the next cell where steady state was
+    # reached and at what level (#30)
+    assert re.fullmatch(r"[\d,]+ ± [\d,]+ \(from [\d,]+ s\)", cons[2]), cons[2]
+    assert re.match(r"(at [\d,]+ s, [\d,]+ IOPS|not reached)", cons[3]), cons[3]
+    assert cons[5].endswith(" s")
+    assert trim[6] == "ineffective 315.1 → 183.3 → 193.3 MiB/s"
+    assert cons[7] == "ata-security-erase-enhanced, verified"
     # machine headers are not what leads, the full CSV is one click away
     lead = page[:page.index("<details")]
     assert "trim clean mib s" not in lead and "op percent" not in lead

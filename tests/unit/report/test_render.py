@@ -211,4 +211,4 @@ def test_report_labels_say_what_the_numbers_are(rendered: dict[str, DriveReport]
     assert "p99 median" not in html
     assert "p99 (all I/Os)" in html and "p99.99 worst second" in html
     assert "SNIA PTS rule as written (from round 0, cannot look ahead)" in html
-    assert "first 30 s" not in html and "best 30 s before it" in html
+    assert "first 30 s" not in html and "first fall below 70%" in html

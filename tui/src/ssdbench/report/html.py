@@ -174,12 +174,15 @@ def _stats_rows(run: RunAnalysis) -> str:
             f"{lit.at_s} s (rounds {lit.first_round}–{lit.first_round + 4}, mean "
             f"{lit.window_mean:,.0f} IOPS)" if (lit := ss.snia_literal) is not None
             else "no window")),
-        ("spare-area cliff (sustained < 50% of the plateau)", Markup(
-            f"{c.at_s} s (plateau {c.reference_iops:,.0f} IOPS, best {c.reference_window_s} s "
-            f"from t = {c.reference_start_s} s)"
+        ("spare-area cliff (the last fall below half that the drive does not recover from)",
+         Markup(
+            f"{c.at_s} s (plateau {c.reference_iops:,.0f} IOPS for {c.plateau_s} s from "
+            f"t = {c.reference_start_s} s, then {num(c.level_after_iops)} IOPS)"
             if c.at_s is not None and c.reference_iops is not None
             else esc(_note(c) or "not found"))),
+        *_event_rows(it),
         ("missing seconds (no value)", it.missing_seconds),
+        *(("note", n) for n in getattr(it, "notes", ())),
     ])
     lat_rows = []
     for label, lat in (("whole run", run.latency), ("steady window", run.steady_latency)):
@@ -194,6 +197,36 @@ def _stats_rows(run: RunAnalysis) -> str:
             ["window", "seconds", "mean (I/O-weighted)", "p99 (all I/Os)",
              "p99.99 (all I/Os)", "p99 worst second", "p99.99 worst second", "max"], lat_rows)
     return out
+
+
+EVENT_LABELS = {"throttle": "throttles (falls the drive recovered from)",
+                "stall": "stalls (seconds at no I/O)",
+                "step": "steps (falls that are not the cliff)",
+                "decline": "gradual declines (no sharp fall)",
+                "late-fall": "late falls (in the run's last minutes: not its level)"}
+
+
+def _event_rows(it: Any) -> list[tuple[str, Any]]:
+    """One row per kind of event the run had (the cliff has its own row): when, how long,
+    from and to which level; at most eight listed, the count of all."""
+    ev = getattr(it, "events", None)
+    if ev is None:
+        return []
+    rows: list[tuple[str, Any]] = []
+    for kind, label in EVENT_LABELS.items():
+        found = ev.of(kind)
+        if not found:
+            continue
+        parts = []
+        for e in found[:8]:
+            if kind == "stall":
+                parts.append(f"{e.at_s} s ({e.duration_s} s)")
+            else:
+                parts.append(f"{e.at_s} s for {e.duration_s} s: {num(e.from_level)} → "
+                             f"{num(e.to_level)}")
+        more = f"; and {len(found) - 8} more" if len(found) > 8 else ""
+        rows.append((f"{label}: {len(found)}", "; ".join(parts) + more))
+    return rows
 
 
 def _or_dash(value: float | None) -> float | str:
@@ -212,7 +245,9 @@ def _fill_html(run: RunAnalysis) -> str:
         ("seconds", f.seconds), ("GiB written", f.gib_written),
         ("mean", mib_mb(f.mean_mib_s)), ("median", mib_mb(f.p50_mib_s)),
         ("min / max MiB/s", Markup(f"{num(f.min_mib_s)} / {num(f.max_mib_s)}")),
-        ("SLC-cache cliff (sustained < 70% of the best 30 s before it)", Markup(esc(cliff))),
+        ("SLC-cache cliff (the first fall below 70% the fill does not recover from)",
+         Markup(esc(cliff))),
+        *(("note", n) for n in getattr(f, "notes", ())),
     ])
 
 
@@ -223,8 +258,11 @@ def _trim_html(run: RunAnalysis, meta: dict[str, Any]) -> str:
     rows: list[tuple[str, Any]] = [
         ("clean", mib_mb(t.clean_mib_s)), ("after torture", mib_mb(t.after_torture_mib_s)),
         ("after TRIM", mib_mb(t.after_trim_mib_s)),
-        ("after torture / clean", t.degradation), ("recovery", t.recovery),
+        ("after torture / clean", _ratio(t.degradation, t.degradation_interval, ".1%")),
+        ("recovery (share of the loss TRIM won back)",
+         _ratio(t.recovery, t.recovery_interval, ".0%")),
         ("verdict", badge(t.verdict)), ("reason", t.reason),
+        *(("anomaly", x) for x in t.anomalies),
     ]
     for key in ("probes", "trim"):
         extra = meta.get(key)
@@ -234,6 +272,16 @@ def _trim_html(run: RunAnalysis, meta: dict[str, Any]) -> str:
                              Markup(esc(json.dumps(v)) if isinstance(v, dict | list)
                                     else num(v))))
     return "<h3>TRIM validation</h3>" + kv_table(rows)
+
+
+def _ratio(value: float | None, interval: tuple[float, float] | None, fmt: str) -> str:
+    """A TRIM ratio at the precision its verdict uses, with its 99% interval when known."""
+    if value is None:
+        return "—"
+    text = format(value, fmt)
+    if interval is not None:
+        text += f" (99% interval {format(interval[0], fmt)} – {format(interval[1], fmt)})"
+    return text
 
 
 def reconciliation_html(meta: dict[str, Any]) -> str:
@@ -550,7 +598,24 @@ def _steady_cell(r: Mapping[str, str]) -> str:
     mean, sd = _number(r["steady_iops_mean"]), _number(r["steady_iops_stddev"])
     if mean is None:
         return "—"
-    return f"{mean:,.0f}" + ("" if sd is None else f" ± {sd:,.0f}")
+    start = _number(r.get("steady_start_s", ""))
+    return (f"{mean:,.0f}" + ("" if sd is None else f" ± {sd:,.0f}")
+            + ("" if start is None else f" (from {start:,.0f} s)"))
+
+
+def _state_cell(r: Mapping[str, str]) -> str:
+    """Where SNIA steady state was reached and at what level; the cliff and the events."""
+    at, level = _number(r["steady_state_at_s"]), _number(r.get("steady_state_iops", ""))
+    text = "not reached" if at is None else f"at {at:,.0f} s"
+    if at is not None and level is not None:
+        text += f", {level:,.0f} IOPS"
+    cliff, plateau = _number(r.get("cliff_at_s", "")), _number(r.get("cliff_plateau_iops", ""))
+    if cliff is not None:
+        text += f"; cliff at {cliff:,.0f} s" + ("" if plateau is None
+                                                 else f" from {plateau:,.0f} IOPS")
+    if r.get("events"):
+        text += f"; {r['events']}"
+    return text
 
 
 def _trim_cell(r: Mapping[str, str]) -> Markup | str:
@@ -578,7 +643,8 @@ def _run_cell(r: Mapping[str, str]) -> Markup:
     return Markup(text)
 
 
-OVERVIEW_HEADERS = ("Drive", "Run", "Steady IOPS (mean ± sd)", "Seconds at 0 IOPS",
+OVERVIEW_HEADERS = ("Drive", "Run", "Steady IOPS (mean ± sd)",
+                    "Steady state, cliff and events", "Seconds at 0 IOPS",
                     "Longest stall", "TRIM verdict (probes: clean → after torture → after TRIM)",
                     "Erase")
 
@@ -593,6 +659,7 @@ def overview_table(rows: Sequence[Mapping[str, str]]) -> str:
 
     return table(OVERVIEW_HEADERS, [
         [drive(r), _run_cell(r), Markup(f"<span class=\"nowrap\">{esc(_steady_cell(r))}</span>"),
+         _state_cell(r) if r["duration_s"] else "—",
          Markup(esc(_whole(r["zero_iops_seconds"], " s"))),
          Markup(esc(_whole(r["longest_stall_s"], " s"))), _trim_cell(r),
          Markup(esc(_erase_cell(r)))] for r in rows])

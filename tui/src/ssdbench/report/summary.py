@@ -7,6 +7,7 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
+from ssdbench.analysis import Events
 from ssdbench.report.charts import MB_PER_MIB
 from ssdbench.report.model import DriveReport, RunAnalysis, run_warnings
 
@@ -18,6 +19,8 @@ SUMMARY_COLUMNS = (
     "erase_verified", "run_state",
     # added later, at the end so that older readers' column positions still hold
     "trim_clean_mb_s", "trim_after_torture_mb_s", "trim_after_trim_mb_s", "warnings",
+    "steady_state_iops", "steady_start_s", "cliff_at_s", "cliff_plateau_iops", "throttles",
+    "events",
 )
 
 
@@ -69,7 +72,31 @@ def summary_row(report: DriveReport, run: RunAnalysis, meta: dict[str, Any]) -> 
         "trim_after_trim_mb_s": _fmt(_mb(trim.after_trim_mib_s) if trim else None),
         # not known when run.json, which holds them, is unreadable
         "warnings": "" if "run.json" in run.unreadable else str(len(run_warnings(meta))),
+        "steady_state_iops": _fmt(it.steady_state.window_mean if it else None),
+        "steady_start_s": _fmt(it.steady_start_s if it else None, 0),
+        "cliff_at_s": _fmt(it.cliff.at_s if it else None),
+        "cliff_plateau_iops": _fmt(it.cliff.reference_iops if it and it.cliff.at_s is not None
+                                   else None),
+        "throttles": _fmt(len(it.events.of("throttle")) if it and it.events else None),
+        "events": events_text(it.events) if it and it.events else "",
     }
+
+
+def events_text(ev: Events) -> str:
+    """The run's events in a few words, for summary.csv and index.html ("2 throttles, 1
+    stall of 31 s, 1 late fall"); the cliff has its own columns."""
+    parts = []
+    for kind, one, many in (("throttle", "throttle", "throttles"), ("step", "step", "steps"),
+                            ("decline", "gradual decline", "gradual declines"),
+                            ("late-fall", "late fall", "late falls")):
+        k = len(ev.of(kind))
+        if k:
+            parts.append(f"{k} {one if k == 1 else many}")
+    stalls = ev.of("stall")
+    if stalls:
+        longest = max(e.duration_s for e in stalls)
+        parts.append(f"{len(stalls)} stall{'s' if len(stalls) > 1 else ''} (longest {longest} s)")
+    return ", ".join(parts)
 
 
 def _mb(mib_s: float | None) -> float | None:
