@@ -384,3 +384,26 @@ def test_compare_trim_keeps_long_drive_names_inside_the_figure():
     for text in labels:
         box = text.get_window_extent(renderer)
         assert box.x0 >= 0 and box.x1 <= width, (text.get_text(), box)
+
+
+def test_a_throttle_and_the_cliff_are_drawn_differently():
+    # #30: a throttle on the plateau is a red hatched span of its own, the cliff the orange
+    # dashed line; the legend names both
+    from ssdbench.analysis import analyse_iops
+
+    rng = np.random.default_rng(5)
+    iops = np.r_[rng.normal(42_000, 1_200, 700), rng.normal(7_000, 500, 1300)].clip(0)
+    iops[300:390] *= 0.35
+    a = analyse_iops(iops)
+    assert a.events is not None and a.cliff.at_s == 700
+    events = [(e.kind, e.at_s, e.duration_s) for e in a.events.events if e.kind != "cliff"]
+    assert events == [("throttle", 300, 90)]
+    name, fig = ch.iops_figures(np.arange(iops.size, dtype=float), iops, title="t",
+                                steady_start_s=1400, cliff_s=a.cliff.at_s,
+                                events=events)[0]
+    assert name == "iops-full-log"
+    ax = fig.axes[0]
+    spans = [p for p in ax.patches if p.get_gid() == "event-throttle"]
+    assert len(spans) == 1 and spans[0].get_hatch() == "//"
+    labels = ax.get_legend_handles_labels()[1]
+    assert "spare-area cliff: 700 s" in labels and "throttle: 300 s" in labels

@@ -113,7 +113,9 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
             steady_mean=it.steady.mean, scale=scales.iops,
             linear_top=ch.steady_linear_top(s["iops"][s["time_s"] >= it.steady_start_s],
                                             workload.iops_top),
-            workload=workload, svg=svg)
+            workload=workload, svg=svg,
+            events=[(e.kind, e.at_s, e.duration_s) for e in it.events.events
+                    if e.kind != "cliff"][:200] if it.events else ())
         temp = data.sensors.get("torture")
         if temp is not None and np.isfinite(temp["temperature_c"]).any():
             # under the full-log chart, on its time axis (the steady charts are its zoom)

@@ -413,13 +413,47 @@ def _iops_points(ax: Axes, t: FloatArray, iops: FloatArray, scale: LogScale | No
     return n_zero, n_above
 
 
+EVENT_STYLE = {  # kind: (colour, label); throttles and stalls are spans, the rest lines
+    "throttle": ("#d62728", "throttle"),
+    "stall": ("#9467bd", "stall (no I/O)"),
+    "step": ("#8c564b", "step (not the cliff)"),
+    "late-fall": ("#e377c2", "late fall (last minutes)"),
+    "decline": ("#7f7f7f", "gradual decline"),
+}
+
+
+def _event_marks(ax: Any, events: Sequence[tuple[str, int, int]]) -> None:
+    """Throttles as red hatched spans, stalls as purple spans, steps, late falls and
+    declines as dotted lines at their start; one legend entry per kind, with its count."""
+    for kind, (colour, label) in EVENT_STYLE.items():
+        found = [(at, dur) for k, at, dur in events if k == kind]
+        if not found:
+            continue
+        name = f"{label}: {len(found)}" if len(found) > 1 else f"{label}: {found[0][0]} s"
+        for n, (at, dur) in enumerate(found):
+            tag = name if n == 0 else None
+            if kind in ("throttle", "stall"):
+                ax.axvspan(at, at + max(dur, 1), facecolor=colour,
+                           alpha=0.18 if kind == "throttle" else 0.35,
+                           hatch="//" if kind == "throttle" else None, edgecolor=colour,
+                           linewidth=0, zorder=0.5, label=tag, gid=f"event-{kind}")
+            else:
+                ax.axvline(at, color=colour, linestyle=":", linewidth=1.5, label=tag,
+                           gid=f"event-{kind}")
+
+
 def iops_figures(
     t: FloatArray, iops: FloatArray, *, title: str, steady_start_s: float,
     cliff_s: int | None = None, steady_state_s: int | None = None,
     steady_mean: float | None = None, scale: LogScale | None = None,
     linear_top: float = DEFAULT_IOPS_TOP, workload: Workload | None = None,
+    events: Sequence[tuple[str, int, int]] = (),
 ) -> list[tuple[str, Figure]]:
     """The AnandTech trio: ``iops-full-log``, ``iops-steady-log``, ``iops-steady-linear``.
+
+    ``events``: (kind, at_s, duration_s) of the run's throttles, stalls, steps and late
+    falls (:mod:`ssdbench.analysis.events`), each kind drawn its own way on the whole-run
+    chart, so a throttle is never read as the cliff.
 
     ``scale`` is the log scale shared with the other runs of the drive; ``linear_top`` the
     run's top of the linear chart (:func:`steady_linear_top`)."""
@@ -434,6 +468,7 @@ def iops_figures(
         ax.axvspan(steady_start_s, end, color=STEADY_SPAN, zorder=0,
                    label=f"steady window (t ≥ {steady_start_s:g} s)")
     _iops_points(ax, t, iops, scale)
+    _event_marks(ax, events)
     if cliff_s is not None:
         ax.axvline(cliff_s, color="#ff7f0e", linestyle="--", linewidth=1.5,
                    label=f"spare-area cliff: {cliff_s} s")
