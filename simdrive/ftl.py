@@ -9,6 +9,12 @@ sleeps until `done`, so the drive's IOPS are exactly 1/cost whatever the host ov
 Costs are counted in page-program units: a host page program is 1 (times the request's
 jitter), a GC page move `move_cost`, a block erase `erase_cost`, a page read `read_cost`.
 
+SLC cache (optional): after a sanitize the first `slc_fraction` of the user pages cost
+1/`slc_speedup` each (event "slc_full" when it is used up). Thermal model (optional): a
+first-order temperature driven by the work rate; above `throttle_c` every cost is
+`throttle_factor` times higher until the drive cools below `recover_c` (events "throttle",
+"unthrottle").
+
 GC: foreground ("credit": once the free pool is within two blocks of `low`, one victim each
 time the host has used up the pages the previous victim freed, its time charged to the write
 that triggered it, i.e. tens of ms, as NVMeVirt's write credits; "burst": when the host
@@ -67,6 +73,20 @@ class Personality:
     move_cost: float = 1.0
     erase_cost: float = 4.0
     read_cost: float = 0.125
+    # SLC cache: after a sanitize the first slc_fraction of the user pages are programmed
+    # slc_speedup times faster (a client drive's pseudo-SLC write cache); 0 = none
+    slc_fraction: float = 0.0
+    slc_speedup: float = 1.0
+    # thermal model (0 = none): the temperature relaxes with time constant thermal_tau_s
+    # toward ambient_c + (full_load_c - ambient_c) x the work rate (1 busy, 0 idle); above
+    # throttle_c every cost is throttle_factor times higher (the work rate falls with it)
+    # until the drive cools below recover_c
+    throttle_c: float = 0.0
+    recover_c: float = 0.0
+    ambient_c: float = 35.0
+    full_load_c: float = 85.0
+    thermal_tau_s: float = 60.0
+    throttle_factor: float = 3.0
 
     def __post_init__(self) -> None:
         if self.gc not in ("credit", "burst"):
@@ -79,6 +99,14 @@ class Personality:
             raise ValueError("trim_eff must be within 0..1")
         if self.pages_per_block < 2 or self.spare <= 0:
             raise ValueError("pages_per_block must be >= 2 and spare > 0")
+        if not 0.0 <= self.slc_fraction < 1.0 or self.slc_speedup < 1.0:
+            raise ValueError("slc_fraction must be within 0..1 and slc_speedup >= 1")
+        if self.throttle_c:
+            if not self.ambient_c < self.recover_c < self.throttle_c < self.full_load_c:
+                raise ValueError("thermal model needs ambient_c < recover_c < throttle_c "
+                                 "< full_load_c")
+            if self.thermal_tau_s <= 0 or self.throttle_factor <= 1.0:
+                raise ValueError("thermal_tau_s must be > 0 and throttle_factor > 1")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -150,6 +178,9 @@ class FTL:
         )
         self.rng = random.Random(seed)
         self.busy_until = 0.0
+        self.temp_c = personality.ambient_c  # the thermal model's temperature
+        self.temp_at = 0.0  # ... at this time (0: not started)
+        self.throttled = False
         self.bins: dict[int, list[float]] = {}
         self.events: list[dict[str, Any]] = []
         self.reset()
@@ -173,6 +204,7 @@ class FTL:
         self.totals = Totals()
         self._units = 0.0  # GC work done by the current call (page-program units)
         self.credits = 0.0  # credit GC: host pages allowed before the next victim
+        self.slc_left = math.floor(self.p.slc_fraction * self.user_pages)
 
     def mapped_pages(self) -> int:
         return sum(1 for x in self.l2p if x >= 0)
@@ -375,9 +407,44 @@ class FTL:
                  "moves": self.totals.gc_moves - moves0, "free_blocks": len(self.free)}
             )
 
+    def _relax(self, until: float, rate: float) -> None:
+        """Advance the temperature to `until` at work rate `rate` (0 idle .. 1 full)."""
+        p = self.p
+        if self.temp_at <= 0.0:
+            self.temp_at = until
+            return
+        dt = until - self.temp_at
+        if dt > 0:
+            target = p.ambient_c + (p.full_load_c - p.ambient_c) * rate
+            self.temp_c = target + (self.temp_c - target) * math.exp(-dt / p.thermal_tau_s)
+            self.temp_at = until
+
+    def _thermal(self, start: float) -> float:
+        """The cost factor of a request starting at `start` (1, or throttle_factor while the
+        drive is throttled), the temperature cooled over the idle gap before it, and the
+        throttle's start and end as events."""
+        p = self.p
+        if not p.throttle_c:
+            return 1.0
+        self._relax(start, 0.0)
+        if not self.throttled and self.temp_c >= p.throttle_c:
+            self.throttled = True
+            self.events.append({"event": "throttle", "time": start,
+                                "temperature_c": round(self.temp_c, 2)})
+        elif self.throttled and self.temp_c <= p.recover_c:
+            self.throttled = False
+            self.events.append({"event": "unthrottle", "time": start,
+                                "temperature_c": round(self.temp_c, 2)})
+        return p.throttle_factor if self.throttled else 1.0
+
     def _serve(self, arrival: float, units: float, stall_units: float) -> float:
         start = max(arrival, self.busy_until)
+        factor = self._thermal(start)
+        units *= factor
+        stall_units *= factor
         done = start + units * self.c_w
+        if self.p.throttle_c and done > start:
+            self._relax(done, 1.0 / factor)
         if stall_units > 0:
             self._spread(start, start + stall_units * self.c_w, F_STALL, 1000.0)
         self._spread(start, done, F_BUSY, 1000.0)
@@ -406,6 +473,13 @@ class FTL:
             s = self.p.jitter / math.sqrt(len(pages))  # pages of one request vary independently
             jitter = self.rng.lognormvariate(-s * s / 2.0, s)
         host_units = len(pages) * jitter
+        if self.slc_left > 0 and pages:
+            fast = min(self.slc_left, len(pages))
+            self.slc_left -= fast
+            host_units -= fast * jitter * (1.0 - 1.0 / self.p.slc_speedup)
+            if self.slc_left == 0:
+                self.events.append({"event": "slc_full", "time": max(arrival, self.busy_until),
+                                    "pages": self.totals.host_pages + fast})
         start = max(arrival, self.busy_until)
         done = self._serve(arrival, host_units + gc_units, gc_units)
         t = self.totals

@@ -64,6 +64,26 @@ PRESETS: dict[str, Personality] = {
             idle_speedup=30.0,
             trim_eff=0.03,
         ),
+        Personality(
+            name="portable",
+            description="DRAM-less client NVMe in a hot enclosure: a pseudo-SLC write cache "
+            "(10% of the capacity at 3x speed after a sanitize) and thermal throttling "
+            "(4x slower above 70 C until it cools below 60 C)",
+            spare=0.07,
+            pages_per_block=64,
+            gc="credit",
+            low=4,
+            jitter=0.05,
+            idle_reserve=0.06,
+            slc_fraction=0.10,
+            slc_speedup=3.0,
+            throttle_c=70.0,
+            recover_c=60.0,
+            ambient_c=35.0,
+            full_load_c=85.0,
+            thermal_tau_s=120.0,
+            throttle_factor=4.0,
+        ),
     )
 }
 

@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass
 
 from simdrive import presets
-from simdrive.ftl import F_HOST_WRITES, FTL, PAGE, Personality
+from simdrive.ftl import F_HOST_PAGES, F_HOST_WRITES, FTL, PAGE, Personality
 
 T0 = 1_000_000.0  # virtual epoch of the twin's clock (any whole second)
 FILL_BLOCK = 128 * 1024
@@ -38,6 +38,10 @@ class TortureRun:
     wa: float  # NAND page programs / host pages during the torture
     zero_seconds: int
     longest_stall: int
+    fill_mib_s: tuple[float, ...] = ()  # host MiB/s per second of the fill (from its start)
+    # the model's events ("slc_full", "throttle", "unthrottle", ...) with "at_s": seconds
+    # from the fill's start (stage "fill") or from the torture's start (stage "torture")
+    events: tuple[dict[str, object], ...] = ()
 
     @property
     def cliff_s(self) -> int | None:
@@ -76,6 +80,21 @@ def _sequential(ftl: FTL, t: float, offset: int, length: int, block: int) -> flo
     return t
 
 
+def _fill_rate(ftl: FTL, t0: float, t1: float) -> list[float]:
+    return [ftl.bins.get(s, [0.0] * (F_HOST_PAGES + 1))[F_HOST_PAGES] * PAGE / 2**20
+            for s in range(math.floor(t0), math.ceil(t1))]
+
+
+def _staged(events: list[dict[str, object]], fill_t0: float,
+            torture_t0: float) -> tuple[dict[str, object], ...]:
+    out = []
+    for e in events:
+        t = float(e.get("time", 0.0))  # type: ignore[arg-type]
+        stage, t0 = ("fill", fill_t0) if t < torture_t0 else ("torture", torture_t0)
+        out.append({**e, "stage": stage, "at_s": t - t0})
+    return tuple(out)
+
+
 def _per_second(ftl: FTL, t0: float, t1: float) -> list[int]:
     return [int(ftl.bins.get(s, [0.0] * (F_HOST_WRITES + 1))[F_HOST_WRITES])
             for s in range(math.floor(t0), math.floor(t1))]
@@ -108,7 +127,9 @@ def torture(
         longest = max(longest, run)
     wa = (ftl.totals.nand_pages - nand0) / host if host else 0.0
     return TortureRun(_personality(preset).name, size, float(fob_iops), op_fraction, span,
-                      fill_s, tuple(iops), wa, len(zero), longest)
+                      fill_s, tuple(iops), wa, len(zero), longest,
+                      tuple(_fill_rate(ftl, T0, T0 + fill_s)),
+                      _staged(ftl.events, T0, t_start))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ cliff, throttles, stalls, steps, gradual declines and late falls (docs/analysis.
 
 * A **fall** is a level below the one before it. It is *recovered* when a later level of at
   least ``RECOVERY_MIN_S`` (or the run's last level) comes back to ``RECOVERED_FRACTION``
-  of the level before the fall.
+  of the level before the fall, for at least half as long as it was below.
 * A recovered fall is a **throttle** (``THROTTLE_MIN_S`` or longer; shorter ones are part
   of the level's noise): the drive comes back, so it is not the cliff. A fall the run ends
   inside that goes from and to the levels of an earlier throttle is that throttle again.
@@ -40,6 +40,7 @@ from ssdbench.analysis.levels import MERGE_RATIO, Level, Segmentation, segment, 
 CLIFF_FRACTION = 0.50
 RECOVERED_FRACTION = 0.80
 RECOVERY_MIN_S = 20
+RECOVERY_SHARE = 0.5
 THROTTLE_MIN_S = 10
 SHARP_SHARE = 0.5
 SHARP_WINDOW_S = 10
@@ -269,9 +270,10 @@ def _final(levels: list[Level], final_idx: int | None, cliff: Event | None,
 
 def _recovered_at(levels: list[Level], i: int, before: float) -> int | None:
     """Index of the first level after ``i`` from which the drive stays at
-    RECOVERED_FRACTION of ``before`` or more for as long as it was below it, or to the run's
-    end, and at least RECOVERY_MIN_S or to the end (a short burst back up is not a
-    recovery)."""
+    RECOVERED_FRACTION of ``before`` or more for at least RECOVERY_SHARE of the time it was
+    below it, or to the run's end, and at least RECOVERY_MIN_S or to the end (a short burst
+    back up after a long fall is not a recovery; a drive that throttles half the time
+    recovers each time)."""
     end = levels[-1].end_s
     for j in range(i + 1, len(levels)):
         if levels[j].mean < RECOVERED_FRACTION * before:
@@ -282,7 +284,7 @@ def _recovered_at(levels: list[Level], i: int, before: float) -> int | None:
             k += 1
         held = (levels[k].start_s if k < len(levels) else end) - levels[j].start_s
         to_end = k == len(levels)
-        if (held >= below or to_end) and (held >= RECOVERY_MIN_S or to_end):
+        if (held >= RECOVERY_SHARE * below or to_end) and (held >= RECOVERY_MIN_S or to_end):
             return j
     return None
 
@@ -299,12 +301,14 @@ def _same_throttle(events: list[Event], before: float, after: float) -> Event | 
 
 
 def _is_burst(levels: list[Level], i: int) -> bool:
-    """A level above both neighbours, shorter than the one before it, that ends back within
-    MERGE_RATIO of the level before it: a burst, not a plateau."""
+    """A level above both neighbours, shorter than half the one before it (else it is a
+    recovery), that ends back within MERGE_RATIO of the level before it: a burst, not a
+    plateau."""
     if i <= 0 or i >= len(levels) - 1:
         return False
     prev, cur, nxt = levels[i - 1], levels[i], levels[i + 1]
-    return (cur.mean > prev.mean and cur.mean > nxt.mean and cur.duration_s < prev.duration_s
+    return (cur.mean > prev.mean and cur.mean > nxt.mean
+            and cur.duration_s < RECOVERY_SHARE * prev.duration_s
             and max(prev.mean, nxt.mean) < MERGE_RATIO * min(prev.mean, nxt.mean))
 
 
