@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -45,12 +45,14 @@ class RunSummary:
     erase: str = "-"
     iops: tuple[float, ...] = ()
     problems: tuple[str, ...] = ()
+    events: str = ""  # the cliff and the events in words (docs/analysis.md)
 
 
 def summarise(outcomes: list[DriveOutcome]) -> list[RunSummary]:
     """Analyse each run folder (blocking: numpy, files). Never raises for one bad run."""
     from ssdbench.report import analyse_run
     from ssdbench.report.load import load_run
+    from ssdbench.report.summary import events_text
 
     out: list[RunSummary] = []
     for d in outcomes:
@@ -75,11 +77,24 @@ def summarise(outcomes: list[DriveOutcome]) -> list[RunSummary]:
                     trim_reason=a.trim.reason if a.trim else "",
                     trim_probes=(a.trim.clean_mib_s, a.trim.after_torture_mib_s,
                                  a.trim.after_trim_mib_s) if a.trim else None,
-                    erase=erase, iops=iops, problems=a.problems))
+                    erase=erase, iops=iops, problems=a.problems,
+                    events=_events_line(a.iops, events_text)))
             except Exception as exc:  # show the run, say why it has no numbers
                 out.append(RunSummary(d.drive, r.name, r.state, r.error, r.run_dir,
                                       problems=(f"analysis failed: {exc}",)))
     return out
+
+
+def _events_line(it: Any, words: Any) -> str:
+    """``cliff at 700 s from 42,000 IOPS; 2 throttles, 1 stall (longest 8 s)``."""
+    if it is None:
+        return ""
+    parts = []
+    if it.cliff.at_s is not None and it.cliff.reference_iops is not None:
+        parts.append(f"cliff at {it.cliff.at_s} s from {it.cliff.reference_iops:,.0f} IOPS")
+    if it.events is not None and (text := words(it.events)):
+        parts.append(text)
+    return "; ".join(parts)
 
 
 def _erase_text(run_json: Path) -> str:
@@ -189,6 +204,8 @@ class ResultsScreen(Screen[None]):
         if s.zero_seconds is not None:
             t.append(f"stalls: {s.zero_seconds} s at zero IOPS, longest {s.longest_stall_s} s"
                      f"   erase: {s.erase}\n")
+        if s.events:
+            t.append(f"{s.events}\n")
         if s.trim_verdict:
             t.append(f"TRIM {s.trim_verdict}", style="bold")
             if s.trim_probes is not None:
