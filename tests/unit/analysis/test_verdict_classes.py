@@ -181,7 +181,6 @@ def verdict_of(series: dict[str, Series]) -> str:
     ((500, 250, 500), 60, "effective"),
     ((315.1, 183.3, 193.3), 8, "ineffective"),
     ((2000, 900, 1600), 60, "partial"),
-    ((500, 450, 475), 2, "inconclusive"),  # 1 GiB probes on a SATA drive: two seconds
 ])
 def test_reruns_of_one_drive_get_one_trim_verdict(means: tuple[float, float, float],
                                                   seconds: int, expected: str) -> None:
@@ -189,6 +188,24 @@ def test_reruns_of_one_drive_get_one_trim_verdict(means: tuple[float, float, flo
     verdicts = [verdict_of(probes(means, seconds, 0.05, rng)) for _ in range(1000)]
     share = verdicts.count(expected) / len(verdicts)
     assert share >= 0.95, (means, {v: verdicts.count(v) for v in set(verdicts)})
+
+
+@pytest.mark.parametrize(("rows", "seconds", "block"), [
+    ([16.0, 0.0, 16.0], 2.4, 16 * 2**20),  # one 16-MiB write a second: lumps, not noise
+    ([500.0, 260.0], 1.5, None),  # 1.5 s: one whole second
+    ([480.0, 510.0, 495.0, 100.0], 3.2, 2**20),  # 3 whole seconds of 500 1-MiB blocks
+])
+def test_probes_too_short_or_too_coarse_get_no_margin_and_say_why(
+        rows: list[float], seconds: float, block: int | None) -> None:
+    series = {ph: np.array(rows) for ph in ("clean", "after_torture", "after_trim")}
+    v = trim_verdict(500, 250, 495, series=series, block_bytes=block,
+                     seconds=dict.fromkeys(series, seconds))
+    if len(rows) == 4:  # measurable: the partial last second (100) is left out
+        assert v.recovery_interval is not None and v.noise is not None
+        assert all(n.seconds == 3 for n in v.noise.values())
+    else:
+        assert v.recovery_interval is None and "no noise margin" in v.reason
+        assert v.verdict == "effective"  # on the means, as before the margin
 
 
 def test_a_ratio_within_the_noise_says_so_with_its_margin() -> None:

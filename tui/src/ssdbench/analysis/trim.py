@@ -34,6 +34,8 @@ EPSILON = 1e-9  # boundaries are inclusive despite binary floating point
 
 Z = 2.576  # the verdict's interval: 99% (Student's t below 30 degrees of freedom)
 STALL_FRACTION = 0.01  # a probe second below 1% of the probe's median is a stall
+MIN_WHOLE_S = 3  # a probe needs 3 whole seconds for a noise estimate ...
+MIN_BLOCKS_PER_S = 8  # ... of 8 blocks or more each
 SUSPECT_RATIO = 1.25  # after TRIM more than 25% faster than clean: the clean probe is suspect
 TRIM_PHASES = ("clean", "after_torture", "after_trim")
 LABELS = {"clean": "clean", "after_torture": "after-torture", "after_trim": "after-TRIM"}
@@ -87,34 +89,52 @@ def _t995(df: int) -> float:
     return Z
 
 
-def probes_noise(series: Mapping[str, Any],
-                 means: Mapping[str, float]) -> tuple[dict[str, ProbeNoise], int]:
-    """Each probe's noise from the per-second MiB/s (NaN: missing, left out), and the
-    degrees of freedom behind it. The relative per-second noise is pooled over the three
-    probes (one drive, one workload; stall seconds left out), so a probe of two seconds
-    still gets a margin; ``({}, 0)`` when no probe has two seconds."""
-    seconds: dict[str, np.ndarray[Any, Any]] = {}
-    squares = 0.0
-    df = 0
+def whole_seconds(series: Any, seconds: float | None) -> np.ndarray[Any, Any]:
+    """A probe's whole seconds: its per-second MiB/s without the last, partial second (the
+    probe's duration from probes.csv, else the last row) and without missing ones."""
+    arr = np.asarray(series, dtype=np.float64)
+    keep = math.floor(seconds) if seconds is not None and math.isfinite(seconds) else arr.size - 1
+    arr = arr[: max(0, min(arr.size, keep))]
+    return arr[~np.isnan(arr)]
+
+
+def probes_noise(series: Mapping[str, Any], means: Mapping[str, float], *,
+                 seconds: Mapping[str, float | None] | None = None,
+                 block_bytes: int | None = None) -> tuple[dict[str, ProbeNoise], int, str]:
+    """Each probe's noise from its whole seconds (:func:`whole_seconds`), the degrees of
+    freedom behind it, and why there is none. The relative per-second noise is pooled over
+    the three probes (one drive, one workload; stall seconds left out). Every probe must be
+    measurable: ``MIN_WHOLE_S`` whole seconds, each of ``MIN_BLOCKS_PER_S`` blocks or more
+    on average (a second of one 16-MiB write is 16 or 0 MiB/s: lumps, not noise); else
+    ``({}, 0, why)`` and the verdict is on the means alone."""
+    out: dict[str, np.ndarray[Any, Any]] = {}
+    for ph in TRIM_PHASES:
+        if ph not in series or ph not in means:
+            return {}, 0, "no per-second series for every probe"
+        arr = whole_seconds(series[ph], (seconds or {}).get(ph))
+        if arr.size < MIN_WHOLE_S:
+            return {}, 0, (f"the {LABELS[ph]} probe has {arr.size} whole second(s), fewer "
+                           f"than {MIN_WHOLE_S}")
+        if block_bytes and means[ph] * 2**20 < MIN_BLOCKS_PER_S * block_bytes:
+            return {}, 0, (f"the {LABELS[ph]} probe wrote {means[ph] * 2**20 / block_bytes:.1f} "
+                           f"blocks of {block_bytes / 2**20:g} MiB a second, fewer than "
+                           f"{MIN_BLOCKS_PER_S}: its seconds are lumps, not noise")
+        out[ph] = arr
+    squares, df = 0.0, 0
     stalls: dict[str, tuple[int, int | None]] = {}
-    for ph, ser in series.items():
-        arr = np.asarray(ser, dtype=np.float64)
-        arr = arr[~np.isnan(arr)]
-        if arr.size == 0 or ph not in means:
-            continue
+    for ph, arr in out.items():
         median = float(np.median(arr))
         stall = (arr <= 0) | (arr < STALL_FRACTION * median)
         stalls[ph] = (int(stall.sum()), int(np.flatnonzero(stall)[0]) if stall.any() else None)
         kept = arr[~stall]
-        seconds[ph] = arr
         if kept.size >= 2 and kept.mean() > 0:
             squares += float(((kept / kept.mean() - 1) ** 2).sum())
             df += int(kept.size) - 1
     if df == 0:
-        return {}, 0
+        return {}, 0, "no probe has two seconds with throughput"
     rel = math.sqrt(squares / df)
     return {ph: ProbeNoise(int(arr.size), rel * means[ph] / math.sqrt(arr.size), *stalls[ph])
-            for ph, arr in seconds.items()}, df
+            for ph, arr in out.items()}, df, ""
 
 
 @dataclass(frozen=True)
@@ -160,16 +180,20 @@ def trim_verdict(
     clean: float | None, after_torture: float | None, after_trim: float | None, *,
     settle_s: float | None = None, trim_idle_s: float | None = None,
     series: Mapping[str, Any] | None = None,
+    seconds: Mapping[str, float | None] | None = None, block_bytes: int | None = None,
 ) -> TrimVerdict:
     """The verdict of the three probes (MiB/s); ``settle_s`` and ``trim_idle_s`` are the
     idles before the after-torture and the after-TRIM probe (run.json "settle" / "trim");
     ``series``: each probe's per-second MiB/s by phase (probe-<phase>.csv), for the noise
-    margin and the stalls. A verdict is given only where the 99% interval of its ratio
-    clears the threshold (docs/analysis.md "TRIM verdict")."""
+    margin and the stalls; ``seconds``: each probe's duration (probes.csv), so its last,
+    partial second is left out; ``block_bytes``: the probes' block size (run.json). A
+    verdict is given only where the 99% interval of its ratio clears the threshold
+    (docs/analysis.md "TRIM verdict")."""
     basis, idle_text = idle_basis(settle_s, trim_idle_s)
     given = {ph: v for ph, v in values_of(clean, after_torture, after_trim).items()
              if v is not None and math.isfinite(v) and v > 0}
-    noise, df = probes_noise(series or {}, given)
+    noise, df, why_not = probes_noise(series or {}, given, seconds=seconds,
+                                      block_bytes=block_bytes)
     z = _t995(df)
     anomalies: list[str] = []
 
@@ -205,8 +229,7 @@ def trim_verdict(
     degradation = t / c
     d_int = _interval(degradation, [-t / c**2, 1 / c, 0.0], errs, z) if known else None
     d_lo, d_hi = d_int or (degradation, degradation)
-    margin = "" if known else (" No per-second series (or too short): the verdict has no "
-                               "noise margin.")
+    margin = "" if known else (f" The verdict has no noise margin: {why_not}.")
     if a > SUSPECT_RATIO * c and (not known or a - z * errs[2] > c + z * errs[0]):
         anomalies.append(f"clean probe slower than after TRIM ({a / c:.2f}x)")
         return verdict_of(degradation, None, "inconclusive", (

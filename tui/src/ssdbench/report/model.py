@@ -134,7 +134,9 @@ def analyse(data: RunData) -> RunAnalysis:
         trim = trim_verdict(*(p[ph].mib_s if ph in p else None for ph in TRIM_PHASES),
                             settle_s=_idle_s(meta, "settle"), trim_idle_s=_idle_s(meta, "trim"),
                             series={ph: ser["mib_s"] for ph, ser in data.probe_series.items()
-                                    if "mib_s" in ser})
+                                    if "mib_s" in ser},
+                            seconds={ph: p[ph].seconds for ph in p},
+                            block_bytes=_probe_block(meta))
         if trim.verdict == "incomplete":
             problems.append(f"TRIM probes incomplete: {trim.reason}")
     if kind == "diagnose" and data.readscan is None:
@@ -142,6 +144,13 @@ def analyse(data: RunData) -> RunAnalysis:
     complete = state == "done" and not problems
     return RunAnalysis(data.name, kind, state, complete, tuple(problems), op, start, iops,
                        latency, steady_latency, fill, trim, data.unreadable)
+
+
+def _probe_block(meta: dict[str, Any]) -> int | None:
+    """run.json ``probes.block_bytes``: the TRIM probes' block size (None: not recorded)."""
+    probes = meta.get("probes")
+    block = probes.get("block_bytes") if isinstance(probes, dict) else None
+    return block if isinstance(block, int) and not isinstance(block, bool) and block > 0 else None
 
 
 def _idle_s(meta: dict[str, Any], key: str) -> float | None:
