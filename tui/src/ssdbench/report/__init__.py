@@ -131,7 +131,9 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
         out.append(ch.fill_chart(
             f["time_s"], f["mib_s"], f["gib_written"], title=title,
             cliff_s=run.fill.cliff_at_s, cliff_gib=run.fill.cliff_gib,
-            mean_mib_s=run.fill.mean_mib_s, top=scales.fill_top, workload=workload, svg=svg))
+            mean_mib_s=run.fill.mean_mib_s, top=scales.fill_top, workload=workload, svg=svg,
+            events=[(e.kind, e.at_s, e.duration_s) for e in run.fill.events.events
+                    if e.kind != "cliff"][:200] if run.fill.events else ()))
     if data.probes and run.trim is not None:
         out.append(ch.trim_chart(
             {p: v.mib_s for p, v in data.probes.items()},

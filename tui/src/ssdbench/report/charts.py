@@ -574,7 +574,8 @@ def fill_top(*mib_s: FloatArray) -> float:
 
 def fill_figure(t: FloatArray, mib_s: FloatArray, gib: FloatArray, *, title: str,
                 cliff_s: int | None, cliff_gib: float | None, mean_mib_s: float | None,
-                top: float | None = None, workload: Workload | None = None) -> Figure:
+                top: float | None = None, workload: Workload | None = None,
+                events: Sequence[tuple[str, int, int]] = ()) -> Figure:
     from matplotlib.ticker import MaxNLocator
 
     fig, axes = _figure(ncols=2, sharey=True)
@@ -591,6 +592,7 @@ def fill_figure(t: FloatArray, mib_s: FloatArray, gib: FloatArray, *, title: str
         if ax is axes[0, 0]:
             ax.set_xlim(0, hi + MID)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            _event_marks(ax, events)  # the fill's stalls and throttles, on its time axis
         else:
             ax.set_xlim(0, hi * 1.05 or 1.0)
         if mean_mib_s is not None:
