@@ -68,7 +68,7 @@ PRESETS: dict[str, Personality] = {
             name="portable",
             description="DRAM-less client NVMe in a hot enclosure: a pseudo-SLC write cache "
             "(10% of the capacity at 3x speed after a sanitize) and thermal throttling "
-            "(4x slower above 70 C until it cools below 60 C)",
+            "(4x slower above 70 C until it cools below 60 C; thermal time constant 60 s)",
             spare=0.07,
             pages_per_block=64,
             gc="credit",
@@ -81,7 +81,7 @@ PRESETS: dict[str, Personality] = {
             recover_c=60.0,
             ambient_c=35.0,
             full_load_c=85.0,
-            thermal_tau_s=120.0,
+            thermal_tau_s=60.0,
             throttle_factor=4.0,
         ),
     )

@@ -290,6 +290,38 @@ def test_hostprio_per_second_and_stalls_exact(hostprio: tuple[SimDrive, Path]) -
         edges, sorted(wide))
 
 
+def test_portable_throttles_are_throttles_and_the_cliff_is_not_one(tmp_path: Path) -> None:
+    """The `portable` drive heats up under the torture and throttles (4x slower above 70 C
+    until it cools below 60 C): ssdbench reports each of the model's throttles (truth log
+    events) as a throttle within 2 s of its start and end, and its cliff where the model
+    started garbage-collecting, never at a throttle (#30)."""
+    results = tmp_path / "results"
+    # 409597 sectors: 200 MiB, odd; the first throttle comes about a minute into the torture
+    with simulated_drive(tmp_path / "drive", "portable", "409597s", 3000) as drive:
+        _run(drive, results, "--run", "consistency", "--set", "torture_seconds=150")
+    run_dir = _run_dir(results, "consistency-default")
+    start = _fio_total_matches_the_model(drive, run_dir)
+    truth = drive.truth()
+    n = len(iops_series(run_dir))
+
+    def model(kind: str) -> list[float]:
+        return [float(e["time"]) - start for e in truth.events_of(kind)
+                if start <= float(e["time"]) < start + n]
+
+    starts, ends = model("throttle"), model("unthrottle")
+    assert starts, truth.events
+    iops = json.loads((run_dir / "run.json").read_text())["analysis"]["iops"]
+    found = [e for e in iops["events"]["events"] if e["kind"] == "throttle"]
+    assert len(found) == len(starts), (found, starts, ends)
+    for event, begin, end in zip(found, starts, [*ends, float(n)], strict=False):
+        assert abs(event["at_s"] - begin) <= 2, (event, begin)
+        assert abs(event["at_s"] + event["duration_s"] - end) <= 2, (event, end)
+    cliff = iops["cliff"]["at_s"]
+    gc = model_cliff_s(truth, start, n)
+    assert cliff is not None and gc is not None and abs(cliff - gc) <= 5, (cliff, gc)
+    assert all(abs(cliff - b) > 5 for b in starts)
+
+
 @pytest.mark.parametrize(("preset", "size", "verdict"), [
     # 976773168 sectors (500 GB) / 2048 + 1: 232.9 MiB, an odd sector count
     ("consumer", "476941s", "effective"),
