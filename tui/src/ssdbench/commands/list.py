@@ -13,6 +13,7 @@ from ssdbench.devices.bundle import BundleError, load_bundle
 from ssdbench.exitcodes import ExitCode
 from ssdbench.system import Host, live_host
 from ssdbench.units import decimal_size
+from ssdbench.untrusted import shown
 
 
 def register(subparsers: Any) -> None:
@@ -61,13 +62,13 @@ def security_state(d: Drive) -> str:
 
 def format_table(drives: list[Drive]) -> str:
     header = ("DEVICE", "TRAN", "MODEL", "SIZE", "SERIAL", "FW", "TRIM", "SECURITY", "PROTECTED")
-    rows = [header]
-    for d in drives:
-        rows.append((
+    rows: list[tuple[str, ...]] = [header]
+    for d in drives:  # drive-reported strings: no control character reaches the terminal
+        rows.append(tuple(shown(c, limit=80) for c in (
             d.path, d.transport, d.model or "-", human_size(d.size_bytes), d.serial or "-",
             d.firmware or "-", "yes" if d.trim_supported else "no", security_state(d),
             ("yes: " + ", ".join(d.protect_reasons)) if d.protected else "no",
-        ))
+        )))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
     lines = []
     for r in rows:
@@ -98,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(drives) if drives else "no drives found")
         for d in drives:
             for p in d.problems:
-                print(f"ssdbench list: {d.name}: {p.tool}: {p.kind}: "
-                      f"{p.message.splitlines()[0]}", file=sys.stderr)
+                print(shown(f"ssdbench list: {d.name}: {p.tool}: {p.kind}: "
+                            f"{(p.message.splitlines() or [''])[0]}", limit=400),
+                      file=sys.stderr)
     return int(ExitCode.OK)

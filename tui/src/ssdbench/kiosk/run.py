@@ -45,6 +45,7 @@ from ssdbench.plan.plans import Plan, PlanError, build_plan, plan_from_json
 from ssdbench.progress import Progress
 from ssdbench.results import atomic
 from ssdbench.system import CommandError, Host, SystemRunner
+from ssdbench.untrusted import shown
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class EventLines:
         self.say(line)
 
     def say(self, line: str) -> None:
+        line = shown(line, limit=2000)  # drive strings in it: no ESC, BEL, CR, NUL
         if self.echo is not None:
             self.echo(line)
         else:
@@ -137,6 +139,10 @@ class Screen:
     def _table(self) -> Any:
         from rich.console import Group
         from rich.table import Table
+        from rich.text import Text
+
+        def cell(value: object) -> Text:  # never markup: drive strings are untrusted
+            return Text(shown(value))
 
         table = Table(title="ssdbench kiosk", expand=True)
         for col in ("drive", "run", "stage", "state", "progress", "IOPS", "MiB/s", "ETA"):
@@ -144,7 +150,7 @@ class Screen:
         latest = dict(self.lines.latest) if self.lines is not None else {}
         for name, ev in sorted(latest.items()):
             eta = "" if ev.eta_s is None else f"{int(ev.eta_s) // 60}:{int(ev.eta_s) % 60:02d}"
-            table.add_row(name, ev.run, ev.stage, ev.state,
+            table.add_row(cell(name), cell(ev.run), cell(ev.stage), cell(ev.state),
                           "" if ev.fraction is None else f"{ev.fraction * 100:.1f}%",
                           "" if ev.iops is None else f"{ev.iops:,.0f}",
                           "" if ev.mib_s is None else f"{ev.mib_s:,.1f}", eta)
@@ -156,22 +162,23 @@ class Screen:
             station.add_column(col)
         styles = {"PASS": "bold green", "FAIL": "bold red"}
         for row in self.board.rows():
-            station.add_row(row.name, row.consent_id, row.model or "?", row.label, row.detail,
-                            style=styles.get(row.state, ""))
+            station.add_row(cell(row.name), cell(row.consent_id), cell(row.model or "?"),
+                            cell(row.label), cell(row.detail), style=styles.get(row.state, ""))
         return Group(table, station)
 
 
 def _bad_config(message: str, out: TextIO, err: TextIO) -> int:
-    print(f"ssdbench kiosk: {message}", file=err, flush=True)
+    print(f"ssdbench kiosk: {shown(message, limit=2000)}", file=err, flush=True)
     print("ssdbench kiosk: nothing was erased or written; fix the config and reboot",
           file=err, flush=True)
     if out.isatty():
         from rich.console import Console
         from rich.panel import Panel
+        from rich.text import Text
 
         Console(file=out).print(Panel(
-            f"{message}\n\nNothing was erased or written. Fix the config and reboot.",
-            title="ssdbench kiosk: bad config", style="bold red"))
+            Text(f"{shown(message, limit=2000)}\n\nNothing was erased or written. Fix the "
+                 "config and reboot."), title="ssdbench kiosk: bad config", style="bold red"))
     return int(ExitCode.USAGE)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ssdbench.lab.store import Store
+from ssdbench.untrusted import csv_row
 
 WANTED = ("status.json", "run.json", "drive.json")
 SILENT_AFTER_S = 120.0
@@ -160,7 +161,7 @@ def fleet_csv(fleet: Fleet) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(fleet.rows)
+    writer.writerows(csv_row(r) for r in fleet.rows)
     return buf.getvalue()
 
 

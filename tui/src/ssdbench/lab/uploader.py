@@ -33,6 +33,7 @@ from typing import Any
 from ssdbench.lab.config import StoreConfig, scrub
 from ssdbench.lab.store import Store, StoreError, content_type
 from ssdbench.results import atomic
+from ssdbench.untrusted import path_part
 
 JOURNAL = "store-journal.json"
 # status.json as last sent or tried, beside the results (RAM, the stick): what a store that
@@ -40,12 +41,7 @@ JOURNAL = "store-journal.json"
 STATUS_COPY = "store-status.json"
 BENCH_FOLDER = "_bench"
 DRIVE_DIR_RE = re.compile(r"^(\d{8}T\d{6}Z)_")
-SAFE_RE = re.compile(r"[^A-Za-z0-9._-]")
 StatusFn = Callable[[], dict[str, Any]]
-
-
-def safe_name(text: str) -> str:
-    return SAFE_RE.sub("_", text) or "_"
 
 
 RUN_DIR = Path("/run/ssdbench")  # the image's DHCP script records dhcp-hostname and mac here
@@ -66,7 +62,7 @@ def bench_name(cfg: StoreConfig, cmdline_bench: str | None = None,
     name = (cfg.bench or cmdline_bench or _first_line(run_dir / "dhcp-hostname")
             or _first_line(run_dir / "mac").replace(":", "-")
             or hostname or socket.gethostname())
-    return safe_name(name.strip())
+    return path_part(name)
 
 
 def utc_now() -> str:
@@ -148,7 +144,7 @@ class StoreUploader:
             serial = str(drive.get("serial") or drive.get("consent_id") or drive.get("name"))
         except (OSError, ValueError, AttributeError):
             return None
-        self._serials[drive_dir] = safe_name(serial)
+        self._serials[drive_dir] = path_part(serial)
         return self._serials[drive_dir]
 
     # ---- the journal ----

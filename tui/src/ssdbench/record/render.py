@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ssdbench.units import decimal_size
+from ssdbench.untrusted import csv_row as neutral
 
 CSV_COLUMNS = (
     "record_id", "result", "reason", "category", "technique", "manufacturer", "model",
@@ -252,5 +253,5 @@ def csv_text(records: Iterable[Mapping[str, Any]]) -> str:
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for record in records:
-        writer.writerow(csv_row(record))
+        writer.writerow(neutral(csv_row(record)))
     return buf.getvalue()

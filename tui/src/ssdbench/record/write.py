@@ -14,6 +14,7 @@ from typing import Any
 from ssdbench.record.render import CSV_COLUMNS, certificate_html, csv_row, write_pdf
 from ssdbench.record.sign import SigningError, dump_record, load_private_key, sign_record, unsigned
 from ssdbench.results import atomic
+from ssdbench.untrusted import csv_row as neutral
 
 RECORD_JSON = "erase-record.json"
 CERT_HTML = "erase-certificate.html"
@@ -62,6 +63,6 @@ def append_session_csv(root: Path, record: Mapping[str, Any]) -> Path:
             writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, lineterminator="\n")
             if new:
                 writer.writeheader()
-            writer.writerow(csv_row(record))
+            writer.writerow(neutral(csv_row(record)))
             fh.flush()
     return path

@@ -10,6 +10,7 @@ from typing import Any
 from ssdbench.analysis import Events
 from ssdbench.report.charts import MB_PER_MIB
 from ssdbench.report.model import DriveReport, RunAnalysis, run_warnings
+from ssdbench.untrusted import csv_row
 
 SUMMARY_COLUMNS = (
     "drive_dir", "model", "serial", "firmware", "capacity_bytes", "run", "op_percent",
@@ -108,5 +109,5 @@ def summary_csv(rows: Iterable[dict[str, str]]) -> str:
     writer = csv.DictWriter(buf, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow(row)
+        writer.writerow(csv_row(row))
     return buf.getvalue()

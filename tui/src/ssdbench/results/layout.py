@@ -7,7 +7,6 @@ leaves a run.json that says how far the run got.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from datetime import UTC, datetime
@@ -15,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ssdbench.results import atomic
+from ssdbench.untrusted import path_part
 
 SCHEMA = 1
-_UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
 
 
 def utc_stamp(when: datetime | None = None) -> str:
@@ -25,14 +24,10 @@ def utc_stamp(when: datetime | None = None) -> str:
     return (when or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def safe_name(text: str) -> str:
-    """Every character outside [A-Za-z0-9.-] becomes '_'."""
-    return _UNSAFE.sub("_", text.strip()) or "_"
-
-
 def drive_dir_name(started: datetime, model: str, serial: str) -> str:
-    """``<UTC start %Y%m%dT%H%M%SZ>_<model>_<serial>``, unsafe characters as '_'."""
-    return f"{started.strftime('%Y%m%dT%H%M%SZ')}_{safe_name(model)}_{safe_name(serial)}"
+    """``<UTC start %Y%m%dT%H%M%SZ>_<model>_<serial>``, each part by
+    :func:`ssdbench.untrusted.path_part` (only ``A-Za-z0-9._-``, at most 64 characters)."""
+    return f"{started.strftime('%Y%m%dT%H%M%SZ')}_{path_part(model)}_{path_part(serial)}"
 
 
 def run_name(kind: str, op_percent: int = 0) -> str:

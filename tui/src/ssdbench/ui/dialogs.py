@@ -13,6 +13,7 @@ from textual.widgets import Input, Static
 
 from ssdbench.devices import Drive
 from ssdbench.ui import fmt
+from ssdbench.untrusted import shown
 
 CONSENT_CHARS = 4
 
@@ -40,8 +41,8 @@ class ConsentScreen(ModalScreen[bool]):
         t = Text()
         t.append(f"Consent {self.index}/{self.count}: ALL DATA ON THIS DRIVE WILL BE "
                  "DESTROYED\n\n", style="bold red")
-        t.append(f"{d.path}  {d.model or '-'}  {fmt.size(d.size_bytes)}\n")
-        t.append(f"{what}: {d.consent_id}\n\n")
+        t.append(f"{shown(d.path)}  {shown(d.model or '-')}  {fmt.size(d.size_bytes)}\n")
+        t.append(f"{what}: {shown(d.consent_id)}\n\n")
         if self.resuming:
             t.append(f"{self.resuming}\n\n", style="bold")
         noun = "serial" if d.serial else "kernel name"
@@ -61,10 +62,10 @@ class ConsentScreen(ModalScreen[bool]):
         if typed == consent_suffix(self.drive):
             self.dismiss(True)
             return
-        message = (f"'{typed}' does not match the end of {self.drive.name}'s "
-                   f"{'serial' if self.drive.serial else 'name'}; nothing was started")
+        message = shown(f"'{typed}' does not match the end of {self.drive.name}'s "
+                        f"{'serial' if self.drive.serial else 'name'}; nothing was started")
         self.query_one("#consent-error", Static).update(Text(message, style="bold red"))
-        self.notify(message, severity="error", title="Refused")
+        self.notify(message, severity="error", title="Refused", markup=False)
         event.input.value = ""
 
     def action_cancel(self) -> None:

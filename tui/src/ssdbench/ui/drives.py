@@ -15,6 +15,7 @@ from ssdbench.devices import Drive
 from ssdbench.devices.sed import UNLOCK_ADVICE
 from ssdbench.ui import fmt
 from ssdbench.ui.widgets import TopBar
+from ssdbench.untrusted import shown
 
 # Fixed widths: the table does not shift when a drive appears, and 80 columns show the
 # selection, device, model, capacity, transport and serial (Left/Right scroll the rest).
@@ -60,9 +61,13 @@ def drive_row(drive: Drive, selected: bool) -> tuple[Text | str, ...]:
     reasons = ", ".join(drive.protect_reasons)
     if drive.sed_locked and not reasons:
         reasons = "SED locked: unlock or PSID revert (details below)"
+    # drive-reported strings as Text, never as markup: a model "[/]" or a serial "[i]...[/i]"
+    # shows as typed (docs/security.md "Untrusted strings")
     return (
-        mark, drive.name, drive.model or "-", fmt.size(drive.size_bytes), drive.transport,
-        drive.serial or "-", drive.firmware or "-", "yes" if drive.trim_supported else "no",
+        mark, Text(shown(drive.name)), Text(shown(drive.model or "-")),
+        fmt.size(drive.size_bytes), Text(shown(drive.transport)),
+        Text(shown(drive.serial or "-")), Text(shown(drive.firmware or "-")),
+        "yes" if drive.trim_supported else "no",
         fmt.security(drive), fmt.erase_short(drive), fmt.health(drive), fmt.temperature(drive),
         Text(reasons, style="red") if reasons else "",
     )
@@ -76,7 +81,7 @@ def details(drive: Drive | None) -> Text:
 
     def line(label: str, value: str, style: str = "") -> None:
         t.append(f"{label:<13}", style="bold")
-        t.append(value + "\n", style=style)
+        t.append(shown(value, limit=400) + "\n", style=style)
 
     if drive.protected:
         line("PROTECTED", "cannot be selected, never written: "
@@ -228,7 +233,8 @@ class DrivesScreen(Screen[None]):
             return
         if drive.protected:
             reason = ", ".join(drive.protect_reasons) or "protected"
-            self.notify(f"{drive.name} is protected and cannot be selected: {reason}",
+            self.notify(shown(f"{drive.name} is protected and cannot be selected: {reason}"),
+                        markup=False,
                         severity="error", title="Refused")
             return
         if drive.name in self.selected:

@@ -28,6 +28,7 @@ from ssdbench.ui.engine import (
 )
 from ssdbench.ui.estimate import basis, estimate
 from ssdbench.ui.widgets import TopBar
+from ssdbench.untrusted import shown
 
 # (input id = plan key, label)
 FIELDS = (
@@ -136,7 +137,8 @@ def plan_summary(plan: Plan, drives: list[Drive]) -> Text:
         est = estimate(d, [(r.kind, r.op_percent) for r in plan.runs], plan.params,
                        plan.params.erase_fallback)
         total = max(total, est.seconds)
-        t.append(f"  {d.name:<9} {fmt.size(d.size_bytes):>9}  {d.model[:24] or '-':<24} "
+        t.append(f"  {shown(d.name):<9} {fmt.size(d.size_bytes):>9}  "
+                 f"{shown(d.model, limit=24) or '-':<24} "
                  f"about {fmt.duration(est.seconds)}\n")
     t.append(f"Drives run in parallel: about {fmt.duration(total)} in all (estimate).",
              style="bold")

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Static
 from ssdbench.ui import fmt
 from ssdbench.ui.engine import DriveOutcome
 from ssdbench.ui.widgets import STATE_STYLE, TopBar, series_chart
+from ssdbench.untrusted import shown
 
 # the first six fit 80 columns (each cell has one space either side): TRIM stays in view
 COLUMN_WIDTHS = {"drive": 7, "run": 19, "state": 9, "IOPS": 7, "TRIM": 12, "stalls": 9,
@@ -116,7 +117,8 @@ def summary_row(s: RunSummary) -> tuple[Text | str, ...]:
         steady = "-"
     else:
         steady = fmt.duration(s.steady_state_at_s) if s.steady_reached else "not reached"
-    return (s.drive, s.run, Text(s.state, style=STATE_STYLE.get(s.state, "")),
+    return (Text(shown(s.drive)), Text(shown(s.run)),
+            Text(s.state, style=STATE_STYLE.get(s.state, "")),
             fmt.number(s.steady_mean), s.trim_verdict or "-", stalls, steady, s.erase)
 
 

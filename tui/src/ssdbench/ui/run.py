@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Footer, RichLog, Static
 from ssdbench.ui import fmt
 from ssdbench.ui.state import DriveRunState
 from ssdbench.ui.widgets import STATE_STYLE, RunPanel, TopBar, stage_list
+from ssdbench.untrusted import shown
 
 # 80 columns in all with each cell's space either side; "probe-after_torture" is 19
 COLUMN_WIDTHS = {"drive": 7, "stage": 19, "%": 4, "ETA": 6, "IOPS": 8, "MiB/s": 7,
@@ -26,7 +27,7 @@ def progress_row(state: DriveRunState) -> tuple[Text | str, ...]:
     done = sum(1 for s in state.stages if s.state == "done")
     stage = cur.name if cur else f"{done}/{len(state.stages)} stages done"
     pct = "-" if cur is None or cur.fraction is None else f"{cur.fraction * 100:.0f}%"
-    return (state.drive, stage[:19], pct, fmt.duration(cur.eta_s if cur else None),
+    return (Text(shown(state.drive)), stage[:19], pct, fmt.duration(cur.eta_s if cur else None),
             fmt.number(state.last_iops), fmt.number(state.last_mib_s, digits=1),
             Text(state.state, style=STATE_STYLE.get(state.state, "")))
 
