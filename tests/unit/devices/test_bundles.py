@@ -157,3 +157,23 @@ def test_qemu_nvme_list_of_nvme_cli_2_3() -> None:
     (e,) = parse_nvme_list_json(text)
     assert (e.path, e.serial, e.size_bytes, e.product) == (
         "/dev/nvme0n1", "SSDBNVME0001", 268435456, "")
+
+
+def test_a_parser_that_meets_unexpected_output_lists_the_drive_with_the_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # #28 item 9: discovery caught ParseError only; any other exception from a parser (46 of
+    # them in 14 parsers under the fuzz) ended `ssdbench list` and the TUI's scan
+    import importlib
+
+    discover_module = importlib.import_module("ssdbench.devices.discover")
+
+    def broken(_text: str) -> object:
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(discover_module, "parse_hdparm_identify", broken)
+    b = load_bundle(BUNDLES / "qemu-nvme-ahci-usb")
+    drives = {d.name: d for d in discover(Host(b.runner, b.fs))}
+    sda = drives["sda"]
+    assert [(p.tool, p.kind) for p in sda.problems] == [("hdparm", "parse")]
+    assert "IndexError" in sda.problems[0].message
+    assert "nvme0n1" in drives  # the others are listed as before

@@ -170,3 +170,14 @@ def test_dsense_regression_decodes_success_status() -> None:
 
 def test_no_sense_line_is_none() -> None:
     assert classify_hdparm_error("/dev/sda:\n drive state is:  active/idle\n") is None
+
+
+def test_an_empty_rotation_rate_line_is_no_rotation_not_a_crash() -> None:
+    # #28 item 9: "Nominal Media Rotation Rate:" with nothing after it raised IndexError,
+    # which discovery did not catch: `ssdbench list` died on that one drive
+    text = fixture_text("hdparm/hdparm-I_crucial-mx100-512g_ssd_frozen_sanitize.txt")
+    doctored = text.replace("Nominal Media Rotation Rate: Solid State Device",
+                            "Nominal Media Rotation Rate:")
+    assert doctored != text
+    assert parse_hdparm_identify(text).rotation_rpm == 0
+    assert parse_hdparm_identify(doctored).rotation_rpm is None

@@ -110,6 +110,12 @@ class _Probe:
             self.problems.append(ToolProblem(tool, "pass-through", str(exc)))
         except ParseError as exc:
             self.problems.append(ToolProblem(tool, "parse", str(exc)))
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError,
+                RecursionError) as exc:
+            # a parser that met output it did not expect (a drive reports anything): the
+            # drive is listed with the reason, discovery goes on (docs/security.md)
+            self.problems.append(ToolProblem(
+                tool, "parse", f"unexpected output: {type(exc).__name__}: {exc}"))
         return None
 
 

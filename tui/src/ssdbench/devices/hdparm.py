@@ -223,10 +223,11 @@ def parse_hdparm_identify(text: str) -> AtaIdentify:
     rotation: int | None = None
     rot = _field(config, "Nominal Media Rotation Rate")
     if rot is not None:
+        words = rot.split()  # may be empty: "Nominal Media Rotation Rate:" and nothing
         if "Solid State" in rot:
             rotation = 0
-        elif rot.split()[0].isdigit():
-            rotation = int(rot.split()[0])
+        elif words and words[0].isdigit():
+            rotation = int(words[0])
     if not sectors:
         raise PassThroughUnavailable("hdparm -I reported zero user addressable sectors")
 
