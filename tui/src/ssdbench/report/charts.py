@@ -422,11 +422,17 @@ EVENT_STYLE = {  # kind: (colour, label); throttles and stalls are spans, the re
 }
 
 
+STALL_SPAN_MIN_S = 5
+
+
 def _event_marks(ax: Any, events: Sequence[tuple[str, int, int]]) -> None:
-    """Throttles as red hatched spans, stalls as purple spans, steps, late falls and
-    declines as dotted lines at their start; one legend entry per kind, with its count."""
+    """Throttles as red hatched spans, stalls of STALL_SPAN_MIN_S or more as purple spans,
+    steps, late falls and declines as dotted lines at their start; one legend entry per
+    kind, with its count."""
     for kind, (colour, label) in EVENT_STYLE.items():
-        found = [(at, dur) for k, at, dur in events if k == kind]
+        # a stall under STALL_SPAN_MIN_S is already on the chart as its zero-IOPS markers
+        found = [(at, dur) for k, at, dur in events
+                 if k == kind and (k != "stall" or dur >= STALL_SPAN_MIN_S)]
         if not found:
             continue
         name = f"{label}: {len(found)}" if len(found) > 1 else f"{label}: {found[0][0]} s"
