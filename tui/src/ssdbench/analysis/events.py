@@ -29,7 +29,6 @@ cannot be the plateau of a cliff.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -322,6 +321,3 @@ def _final_index(levels: list[Level]) -> int | None:
             return j
     return len(levels) - 1
 
-
-def fmt_level(value: float | None) -> str:
-    return "–" if value is None or math.isnan(value) else f"{value:,.0f}"

@@ -61,6 +61,16 @@ class Segmentation:
     missing_seconds: int
 
 
+def stall_mask(arr: FloatArray, median: float) -> npt.NDArray[np.bool_]:
+    """The stall seconds of ``arr`` (NaN compares False): at or below 0, or below
+    STALL_FRACTION of ``median`` (the series' median of the seconds with a value)."""
+    with np.errstate(invalid="ignore"):
+        low = arr <= 0
+        if median > 0:
+            low |= arr < STALL_FRACTION * median
+    return np.asarray(low, dtype=np.bool_)
+
+
 def runs_of(mask: npt.NDArray[np.bool_]) -> list[tuple[int, int]]:
     """(start, length) of every run of True in ``mask``."""
     if mask.size == 0 or not mask.any():
@@ -184,9 +194,7 @@ def segment(values: Any, *, merge_ratio: float = MERGE_RATIO, min_len: int = MIN
         return Segmentation((), (), None, NOISE_FLOOR, missing)
     median = float(np.median(arr[present]))
     threshold = STALL_FRACTION * median if median > 0 else None
-    with np.errstate(invalid="ignore"):
-        low = arr <= 0 if threshold is None else (arr <= 0) | (arr < threshold)
-    stall = present & low
+    stall = present & stall_mask(arr, median)
     stall_runs = tuple(runs_of(stall))
     keep = np.flatnonzero(present & ~stall)
     if keep.size == 0:

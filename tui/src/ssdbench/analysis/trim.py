@@ -27,13 +27,14 @@ from typing import Any
 
 import numpy as np
 
+from ssdbench.analysis.levels import stall_mask
+
 DEGRADED_BELOW = 0.90  # after_torture must fall below 90% of clean to judge TRIM
 EFFECTIVE_FROM = 0.90
 PARTIAL_FROM = 0.50
 EPSILON = 1e-9  # boundaries are inclusive despite binary floating point
 
 Z = 2.576  # the verdict's interval: 99% (Student's t below 30 degrees of freedom)
-STALL_FRACTION = 0.01  # a probe second below 1% of the probe's median is a stall
 MIN_WHOLE_S = 3  # a probe needs 3 whole seconds for a noise estimate ...
 MIN_BLOCKS_PER_S = 8  # ... of 8 blocks or more each
 SUSPECT_RATIO = 1.25  # after TRIM more than 25% faster than clean: the clean probe is suspect
@@ -123,8 +124,7 @@ def probes_noise(series: Mapping[str, Any], means: Mapping[str, float], *,
     squares, df = 0.0, 0
     stalls: dict[str, tuple[int, int | None]] = {}
     for ph, arr in out.items():
-        median = float(np.median(arr))
-        stall = (arr <= 0) | (arr < STALL_FRACTION * median)
+        stall = stall_mask(arr, float(np.median(arr)))
         stalls[ph] = (int(stall.sum()), int(np.flatnonzero(stall)[0]) if stall.any() else None)
         kept = arr[~stall]
         if kept.size >= 2 and kept.mean() > 0:
@@ -164,11 +164,6 @@ class TrimVerdict:
         return d
 
 
-def values_of(clean: float | None, after_torture: float | None,
-              after_trim: float | None) -> dict[str, float | None]:
-    return dict(zip(TRIM_PHASES, (clean, after_torture, after_trim), strict=True))
-
-
 def _interval(value: float, grads: list[float], errs: list[float],
               z: float) -> tuple[float, float]:
     """``value`` ± z x its standard error by the delta method (independent probes)."""
@@ -190,7 +185,8 @@ def trim_verdict(
     verdict is given only where the 99% interval of its ratio clears the threshold
     (docs/analysis.md "TRIM verdict")."""
     basis, idle_text = idle_basis(settle_s, trim_idle_s)
-    given = {ph: v for ph, v in values_of(clean, after_torture, after_trim).items()
+    values = dict(zip(TRIM_PHASES, (clean, after_torture, after_trim), strict=True))
+    given = {ph: v for ph, v in values.items()
              if v is not None and math.isfinite(v) and v > 0}
     noise, df, why_not = probes_noise(series or {}, given, seconds=seconds,
                                       block_bytes=block_bytes)
@@ -204,17 +200,16 @@ def trim_verdict(
                            reason, basis, settle_s, trim_idle_s, d_int, r_int,
                            tuple(anomalies), noise or None)
 
-    values = (("clean", clean), ("after_torture", after_torture), ("after_trim", after_trim))
-    missing = [name for name, v in values if v is None or math.isnan(v)]
+    missing = [name for name, v in values.items() if v is None or math.isnan(v)]
     if missing:
         return verdict_of(None, None, "incomplete", "missing probe: " + ", ".join(missing))
     assert clean is not None and after_torture is not None and after_trim is not None
-    bad = [name for name, v in values if v is not None and (math.isinf(v) or v < 0)]
+    bad = [name for name, v in values.items() if v is not None and (math.isinf(v) or v < 0)]
     if bad:
         anomalies.append("invalid probe value: " + ", ".join(bad))
         return verdict_of(None, None, "incomplete",
                           "invalid (negative or infinite) probe value: " + ", ".join(bad))
-    zero = [name for name, v in values if v == 0]
+    zero = [name for name, v in values.items() if v == 0]
     if zero:
         anomalies.append("probe measured no throughput: " + ", ".join(zero))
         return verdict_of(None, None, "incomplete", "the " + ", ".join(

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ssdbench.analysis.trim import TRIM_PHASES
 from ssdbench.report.load import (
-    TRIM_PHASES,
     RunData,
     drive_dirs,
     drive_identity,
@@ -96,6 +96,14 @@ def shared_scales(datas: Sequence[RunData]) -> SharedScales:
         fill_top=ch.fill_top(*(d.fill["mib_s"] for d in datas if d.fill is not None)))
 
 
+def _marks(events: Any) -> list[tuple[str, int, int]]:
+    """(kind, at_s, duration_s) of a run's events for the charts, the cliff left out (it has
+    its own line), at most 200."""
+    if events is None:
+        return []
+    return [(e.kind, e.at_s, e.duration_s) for e in events.events if e.kind != "cliff"][:200]
+
+
 def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
                 scales: SharedScales | None = None) -> list[Any]:
     from ssdbench.report import charts as ch
@@ -114,8 +122,7 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
             linear_top=ch.steady_linear_top(s["iops"][s["time_s"] >= it.steady_start_s],
                                             workload.iops_top),
             workload=workload, svg=svg,
-            events=[(e.kind, e.at_s, e.duration_s) for e in it.events.events
-                    if e.kind != "cliff"][:200] if it.events else ())
+            events=_marks(it.events))
         temp = data.sensors.get("torture")
         if temp is not None and np.isfinite(temp["temperature_c"]).any():
             # under the full-log chart, on its time axis (the steady charts are its zoom)
@@ -132,8 +139,7 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
             f["time_s"], f["mib_s"], f["gib_written"], title=title,
             cliff_s=run.fill.cliff_at_s, cliff_gib=run.fill.cliff_gib,
             mean_mib_s=run.fill.mean_mib_s, top=scales.fill_top, workload=workload, svg=svg,
-            events=[(e.kind, e.at_s, e.duration_s) for e in run.fill.events.events
-                    if e.kind != "cliff"][:200] if run.fill.events else ()))
+            events=_marks(run.fill.events)))
     if data.probes and run.trim is not None:
         out.append(ch.trim_chart(
             {p: v.mib_s for p, v in data.probes.items()},

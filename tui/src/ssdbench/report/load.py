@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ssdbench.analysis.trim import TRIM_PHASES
+
 FloatArray = npt.NDArray[np.float64]
 
 IOPS_COLUMNS = ("time_s", "iops", "mib_s", "lat_mean_us", "lat_p99_us", "lat_p9999_us",
@@ -25,7 +27,6 @@ FILL_COLUMNS = ("time_s", "mib_s", "gib_written")
 PROBE_COLUMNS = ("time_s", "mib_s")
 PROBES_COLUMNS = ("phase", "mib_s", "seconds", "bytes")
 SENSORS_COLUMNS = ("second", "temperature_c")
-TRIM_PHASES = ("clean", "after_torture", "after_trim")
 RUN_ORDER = ("consistency-default", "consistency-op25", "trim", "diagnose")
 MAX_SECONDS = 10 * 24 * 3600  # a time_s beyond 10 days is a damaged file, not a long run
 

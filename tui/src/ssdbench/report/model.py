@@ -20,8 +20,9 @@ from ssdbench.analysis import (
     steady_window_start,
     trim_verdict,
 )
+from ssdbench.analysis.trim import TRIM_PHASES
 from ssdbench.fio.logs import DDIR, hist_counts, load_hist_log
-from ssdbench.report.load import TRIM_PHASES, RunData
+from ssdbench.report.load import RunData
 
 ANALYSIS_SCHEMA = 1
 
