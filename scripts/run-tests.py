@@ -13,14 +13,17 @@ checks together; the unit and UI tests again on the image's Python pins
 in a `make test` on a 2-core machine; a job it does not name counts as 60 s). A lane takes
 the longest job whose needs are done, so the long QEMU files start first and the short jobs
 fill the end: neither core waits idle while the other has hours of queue (issue 31); a job
-in ALONE never runs beside another QEMU job, and starts right after the dev image. Every
-job was written to run beside any other (own pytest temporary root /tmp/ssdbench-tNN, own
+in ALONE never runs beside another QEMU job, and starts right after the dev image. A job in
+LIGHT (one that mostly waits on real-time simulated drives) runs on a lane of its own beside
+the core lanes, and the other jobs run at nice 5 so the light ones get a core when they need
+one. Every job was written to run beside any other (own pytest temporary root /tmp/ssdbench-tNN, own
 loop devices, tmux sessions, ports and QEMU working folders).
 
 Output: every job's lines as they come, prefixed ``[job]``; whole logs in build/test-logs/
-(one per job); at the end a budget (each lane's jobs and wall time, the slowest tests, how far
-the whole `make test` is from 30 minutes, which measured durations are off), then a failed
-job's failing tests and first error lines again (a CI log may keep only its tail).
+(one per job); at the end a budget (each lane's jobs, their wall time and CPU use, the
+slowest tests, how far the whole `make test` is from 30 minutes, which measured durations
+are off), then a failed job's failing tests and first error lines again (a CI log may keep
+only its tail).
 build/test-logs/durations.tsv gets this run's job times: copy it over tests/durations.tsv
 when the tests change much. Exit status: 0 only when every job passed.
 
@@ -60,6 +63,13 @@ QEMU_INTEGRATION = ("tests/integration/test_erase_qemu.py",
 # guest on a 2-core host squeezed it (model OP ratio 1.46, below the 1.5 the test needs to
 # prove anything, beside the power-loss test's boots, 2026-11-27)
 ALONE = ("tests/e2e/test_kiosk_quick.py",)
+# jobs that mostly wait, not compute: the host-path known answers run simulated drives at
+# their models' real-time pace (measured 2026-11-27: 12% of the 2 cores while it ran alone).
+# They run on a lane of their own beside the core lanes, and every other job runs at nice 5:
+# the drives' processes, whose per-second answers the tests check, get a core as soon as
+# they need one.
+LIGHT = ("tests/integration/test_simdrive_known_answers.py",)
+HEAVY_NICE = 5
 
 
 @dataclass
@@ -71,12 +81,14 @@ class Job:
     pytest: bool = True
     qemu: bool = False  # boots a QEMU guest (TCG: a core or two while it runs)
     alone: bool = False  # no other QEMU job at the same time (ALONE)
+    light: bool = False  # mostly waits: runs on the light lane (LIGHT)
     number: int = 0  # its place in jobs(): its temporary root's name
     # filled in as it runs
     lane: int = -1
     start: float = 0.0
     end: float = 0.0
     rc: int | None = None
+    cpu_s: float = 0.0  # user + system time of the job's processes that were waited for
     log: Path = field(default_factory=Path)
 
 
@@ -84,7 +96,7 @@ def read_durations() -> dict[str, float]:
     known: dict[str, float] = {}
     if DURATIONS.is_file():
         for line in DURATIONS.read_text().splitlines():
-            cols = line.split("\t")
+            cols = line.split("\t")[:2]  # job, wall seconds (then CPU seconds)
             if len(cols) == 2 and not line.startswith("#"):
                 try:
                     known[cols[0]] = float(cols[1])
@@ -117,8 +129,9 @@ def jobs(args: list[str]) -> list[Job]:
             for t in test_functions(f):
                 node = f"{rel}::{t}"
                 out.append(Job(node, [*pytest, node], est(node), qemu=True))
-        elif est(rel) >= QUICK_S or rel in QEMU_INTEGRATION:
-            out.append(Job(rel, [*pytest, rel], est(rel), qemu=rel in QEMU_INTEGRATION))
+        elif est(rel) >= QUICK_S or rel in QEMU_INTEGRATION or rel in LIGHT:
+            out.append(Job(rel, [*pytest, rel], est(rel), qemu=rel in QEMU_INTEGRATION,
+                           light=rel in LIGHT))
         else:
             quick.append(rel)
     if quick:
@@ -151,14 +164,15 @@ class Runner:
             return not any(r.qemu for r in self.running)
         return not (job.qemu and any(r.alone for r in self.running))
 
-    def _next(self) -> Job | None:
-        """The longest job that fits now (None when nothing is left); waits while no job
-        left fits."""
+    def _next(self, light_lane: bool = False) -> Job | None:
+        """The longest job of the lane's kind (light or not) that fits now (None when none
+        is left); waits while none left fits."""
         with self.cond:
             while True:
-                if not self.todo:
+                mine = [j for j in self.todo if j.light == light_lane]
+                if not mine:
                     return None
-                ready = [j for j in self.todo if self._fits(j)]
+                ready = [j for j in mine if self._fits(j)]
                 if ready:
                     # the dev image first (the QEMU files wait for it), then a job that wants
                     # no QEMU beside it, while the other lane still runs light jobs
@@ -191,22 +205,27 @@ class Runner:
                 self._say(job, line)
                 job.rc = 1
             else:
-                proc = subprocess.Popen(job.argv, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                argv = job.argv if job.light else ["nice", "-n", str(HEAVY_NICE), *job.argv]
+                proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                         text=True, errors="replace")
                 assert proc.stdout is not None
                 for line in proc.stdout:
                     log.write(line)
                     self._say(job, line)
-                job.rc = proc.wait()
+                # wait4: the exit status and the CPU time of the job's process tree (what
+                # its processes waited for: QEMU and fio yes, a daemon or a tmux pane no)
+                _pid, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = job.rc = os.waitstatus_to_exitcode(status)
+                job.cpu_s = usage.ru_utime + usage.ru_stime
                 if job.rc == 5 and job.pytest:  # PYTEST ARGS that select none of its tests
                     self._say(job, "no test selected in this job\n")
                     job.rc = 0
         job.end = time.time()
         self._say(job, f"finished: exit {job.rc} in {job.end - job.start:.0f} s\n")
 
-    def lane(self, number: int) -> None:
-        while (job := self._next()) is not None:
+    def lane(self, number: int, light_lane: bool = False) -> None:
+        while (job := self._next(light_lane)) is not None:
             job.lane = number
             try:
                 self._run(job)
@@ -266,13 +285,17 @@ def budget(done: list[Job], lanes: int, t0: float, start: float) -> None:
     """Where the time went (a report, never a failure)."""
     print("test budget (make test within 30 minutes on a fresh 2-core machine):")
     end = max((j.end for j in done), default=start)
-    for lane in range(lanes):
+    for lane in range(lanes + 1):
         mine = sorted((j for j in done if j.lane == lane), key=lambda j: j.start)
+        if lane == lanes and not mine:
+            continue
         last = max((j.end for j in mine), default=start)
-        print(f"  lane {lane}: {minutes(last - start)} busy until, idle at the end "
+        what = "light lane" if lane == lanes else f"lane {lane}"
+        print(f"  {what}: {minutes(last - start)} busy until, idle at the end "
               f"{minutes(end - last)}")
         for j in mine:
-            print(f"    {minutes(j.end - j.start):>6}  {j.name}"
+            wall = j.end - j.start
+            print(f"    {minutes(wall):>6}  {j.name}  (CPU {j.cpu_s / max(wall, 1):.2f} cores)"
                   + ("" if j.rc == 0 else f"  (exit {j.rc})"))
     rows = sorted(((s, node) for j in done if j.pytest
                    for node, s in test_times(j.log).items()), reverse=True)
@@ -314,7 +337,8 @@ def main(args: list[str]) -> int:
         for j in sorted(jobs([]), key=lambda j: (j.name != "dev-image", not j.alone,
                                                  -j.estimate_s)):
             notes = ([f"after {', '.join(j.needs)}"] if j.needs else []) + \
-                (["QEMU"] if j.qemu else []) + (["no other QEMU beside it"] if j.alone else [])
+                (["QEMU"] if j.qemu else []) + (["no other QEMU beside it"] if j.alone else []) + \
+                (["light: on the light lane"] if j.light else [])
             print(f"{j.estimate_s:6.0f} s  {j.name}" + (f" ({'; '.join(notes)})" if notes else ""))
         return 0
     LOGS.mkdir(parents=True, exist_ok=True)
@@ -325,19 +349,23 @@ def main(args: list[str]) -> int:
     t0 = float(os.environ.get("SSDBENCH_TEST_T0") or start)
     todo = jobs(args)
     all_jobs = list(todo)
-    print(f"run-tests: {len(todo)} jobs on {lanes} lanes, longest first")
+    print(f"run-tests: {len(todo)} jobs on {lanes} lanes, longest first"
+          + (", and a lane for the light ones" if any(j.light for j in todo) else ""))
     runner = Runner(todo)
     threads = [threading.Thread(target=runner.lane, args=(i,), daemon=True)
                for i in range(lanes)]
+    # the light lane: the light jobs, beside the core lanes (which never take them)
+    if any(j.light for j in todo):
+        threads.append(threading.Thread(target=runner.lane, args=(lanes, True), daemon=True))
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     with (LOGS / "durations.tsv").open("w") as f:
         f.write("# job\tseconds (wall, this run; tests/durations.tsv is read by "
-                "scripts/run-tests.py)\n")
+                "scripts/run-tests.py)\tCPU seconds (of the processes it waited for)\n")
         for j in sorted(all_jobs, key=lambda j: j.name):
-            f.write(f"{j.name}\t{j.end - j.start:.0f}\n")
+            f.write(f"{j.name}\t{j.end - j.start:.0f}\t{j.cpu_s:.0f}\n")
     budget(all_jobs, lanes, t0, start)
     failures(all_jobs)
     bad = [j.name for j in all_jobs if j.rc != 0]

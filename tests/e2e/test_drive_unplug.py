@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow, pytest.mark.t
 
 VICTIM_SERIAL = "E2EPULLNVME1"
 SURVIVOR_SERIAL = "E2EKEEPSATA1"
-TORTURE_S = 30
+TORTURE_S = 12  # the survivor still tortures when the victim is pulled (its torture starts first)
 CONFIG = f"""\
 plan = "trim"
 select = ["serial:{VICTIM_SERIAL}", "serial:{SURVIVOR_SERIAL}"]
@@ -28,7 +28,7 @@ svg = false  # PNG only: the report takes minutes under TCG
 
 [params]
 trim_torture_seconds = {TORTURE_S}
-probe_gib = 0.0625
+probe_gib = 0.03125
 trim_idle_seconds = 1
 erase_fallback = "discard"
 """

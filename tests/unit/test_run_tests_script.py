@@ -40,6 +40,8 @@ def run(rt: ModuleType, jobs: list[Any], lanes: int = 2) -> list[Any]:
     import threading
 
     threads = [threading.Thread(target=runner.lane, args=(i,)) for i in range(lanes)]
+    if any(j.light for j in jobs):  # as main() does
+        threads.append(threading.Thread(target=runner.lane, args=(lanes, True)))
     for t in threads:
         t.start()
     for t in threads:
@@ -69,6 +71,21 @@ def test_longest_first_needs_first_and_alone_never_beside_qemu(rt: ModuleType) -
     assert not overlap(quick, serial) and not overlap(quick, boot)
     assert (quick.log.read_text().splitlines()
             == ["kiosk_quick"])
+
+
+def test_a_light_job_runs_on_its_own_lane_the_others_niced_and_cpu_counted(
+        rt: ModuleType) -> None:
+    light = job(rt, "known", 0.9, light=True)
+    spin = rt.Job("spin", ["sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; "
+                           "cut -d' ' -f19 /proc/self/stat"], 0.5, pytest=False)
+    unit = job(rt, "unit", 0.2)
+    run(rt, [light, spin, unit])
+    assert (light.rc, spin.rc, unit.rc) == (0, 0, 0)
+    # the core lanes never took it: both were free before it ended
+    assert light.lane == 2 and {spin.lane, unit.lane} == {0, 1}
+    assert overlap(light, spin) and overlap(light, unit)
+    assert spin.log.read_text().split() == [str(rt.HEAVY_NICE)]  # its niceness, from /proc
+    assert spin.cpu_s > 0.01 and light.cpu_s < spin.cpu_s
 
 
 def test_a_failed_need_fails_its_dependants_and_the_rest_goes_on(rt: ModuleType) -> None:

@@ -8,10 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ssdbench.record.stage import CertifiedEraseStage
 from ssdbench.results.layout import RunRecord
 from ssdbench.stages.base import RunContext, Target
-from ssdbench.stages.params import RunParams
+from ssdbench.stages.params import ParamError, RunParams
 from ssdbench.system import Host
 from tests.unit.erase.replay import FakeFS, ScriptedRunner
 from tests.unit.erase.test_hidden import capture
@@ -23,7 +25,9 @@ ERASE = {"method": "ata-security-erase-enhanced", "secure": True, "verified": Tr
                           "survivors": [], "passed": True}, "steps": ["method x"]}
 
 
-def test_ata_erase_run_writes_a_purge_record_with_the_hpa_warning(tmp_path: Path) -> None:
+def _ata_erase_run(tmp_path: Path, params: RunParams) -> tuple[Path, list[str]]:
+    """The erase plan's stage on the HPA capture's drive: (run folder, what ran last
+    before the erase)."""
     drive_dir = tmp_path / "results" / "20261125T000000Z_WDC_WD3000_S1"
     run_dir = drive_dir / "erase"
     run_dir.mkdir(parents=True)
@@ -50,9 +54,13 @@ def test_ata_erase_run_writes_a_purge_record_with_the_hpa_warning(tmp_path: Path
     ctx = RunContext(host=Host(runner, fs), run_dir=run_dir, drive_name="sda",
                      run_name="erase", target=Target("/dev/sda", "block", "sda",
                                                      SECTORS * 512),
-                     params=RunParams(operator="A. Tester"), record=record,
-                     secure_erase=secure_erase)
+                     params=params, record=record, secure_erase=secure_erase)
     CertifiedEraseStage().execute(ctx)
+    return run_dir, erased
+
+
+def test_ata_erase_run_writes_a_purge_record_with_the_hpa_warning(tmp_path: Path) -> None:
+    run_dir, erased = _ata_erase_run(tmp_path, RunParams(operator="A. Tester"))
     assert erased == ["smartctl -j -x /dev/sda"]  # hidden areas and health read first
     rec = json.loads((run_dir / "erase-record.json").read_text())
     assert rec["result"]["status"] == "PASS"
@@ -117,3 +125,19 @@ def test_a_drive_pulled_mid_erase_gets_a_fail_record_that_says_so(tmp_path: Path
     assert "the drive disappeared during the erase (/dev/nvme0n1 is gone)" in reason, reason
     assert "No such file or directory" in reason
     assert "the drive disappeared" in failed
+
+
+
+def test_record_pdf_false_keeps_the_record_and_its_html_and_says_why_no_pdf(
+        tmp_path: Path) -> None:
+    params = RunParams().with_values({"record_pdf": "no"}, "ssdbench.toml [params]")
+    assert params.record_pdf is False and RunParams().record_pdf is True
+    run_dir, _ = _ata_erase_run(tmp_path, params)
+    assert json.loads((run_dir / "erase-record.json").read_text())["result"]["status"] == "PASS"
+    assert "HPA enabled" in (run_dir / "erase-certificate.html").read_text()
+    assert not (run_dir / "erase-certificate.pdf").exists()
+    files = json.loads((run_dir / "run.json").read_text())["erase_record"]
+    assert files["pdf"] is None
+    assert files["pdf_problem"] == "no PDF: plan parameter record_pdf is false"
+    with pytest.raises(ParamError, match=r"record_pdf.*true or false"):
+        RunParams().with_values({"record_pdf": "maybe"})

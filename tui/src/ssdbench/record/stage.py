@@ -196,7 +196,8 @@ class CertifiedEraseStage:
             duration_s=time.monotonic() - t0, tcg_revert=revert,
         )
         record = seal(record, str(getattr(params, "record_key", "") or ""))
-        files = write_record_files(ctx.run_dir, record)
+        files = write_record_files(ctx.run_dir, record,
+                                   pdf=bool(getattr(params, "record_pdf", True)))
         csv_path = append_session_csv(ctx.run_dir.parent.parent, record)
         sig = record["signature"]
         ctx.record.set("erase_record", {

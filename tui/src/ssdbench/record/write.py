@@ -42,13 +42,15 @@ def seal(record: dict[str, Any], key_path: str) -> dict[str, Any]:
         return unsigned(record, str(exc))
 
 
-def write_record_files(run_dir: Path, record: Mapping[str, Any]) -> dict[str, Any]:
-    """The record's three files in ``run_dir``; returns their names (pdf None + why when
-    no PDF could be made)."""
+def write_record_files(run_dir: Path, record: Mapping[str, Any], *,
+                       pdf: bool = True) -> dict[str, Any]:
+    """The record's three files in ``run_dir`` (``pdf`` False: no PDF, plan parameter
+    record_pdf); returns their names (pdf None + why when no PDF was made)."""
     atomic.write_bytes(run_dir / RECORD_JSON, dump_record(dict(record)))
     html = certificate_html(record)
     atomic.write_text(run_dir / CERT_HTML, html)
-    problem = write_pdf(html, run_dir / CERT_PDF)
+    problem = (write_pdf(html, run_dir / CERT_PDF) if pdf
+               else "no PDF: plan parameter record_pdf is false")
     return {"json": RECORD_JSON, "html": CERT_HTML,
             "pdf": None if problem else CERT_PDF, "pdf_problem": problem}
 

@@ -70,6 +70,9 @@ class RunParams:
     """Erase record: the asset tag / property number."""
     record_key: str = ""
     """Erase record: the lab's Ed25519 private key (PEM file); empty: records are unsigned."""
+    record_pdf: bool = True
+    """Erase record: also render erase-certificate.pdf (WeasyPrint: about a minute a drive on a
+    slow machine); false: the signed erase-record.json and the HTML certificate only."""
     restore_native_max: bool = False
     """Erase plan: restore an HPA's hidden sectors (hdparm -N p<native>) before the erase, so
     the erase covers the whole drive; setting it is the consent (docs/erase.md)."""
@@ -108,6 +111,7 @@ class RunParams:
 _FIELDS = {f.name: f for f in fields(RunParams)}
 _POSITIVE_INT = {"torture_seconds", "trim_torture_seconds", "fill_passes", "iodepth",
                  "status_timeout_s", "random_read_seconds", "chart_iops_top"}
+_BOOL = {"restore_native_max", "record_pdf"}
 
 
 def _convert(key: str, value: object, source: str) -> object:
@@ -138,7 +142,7 @@ def _convert(key: str, value: object, source: str) -> object:
         if key in ("steady_start_s", "trim_idle_seconds") and value < 0:
             raise bad("a whole number of seconds ≥ 0")
         return value
-    if key == "restore_native_max":
+    if key in _BOOL:
         if isinstance(value, bool):
             return value
         text = str(value).strip().lower()
