@@ -129,6 +129,21 @@ def test_kiosk_ran_the_plan_and_powered_off(quick: Boot) -> None:
         assert {r: v["state"] for r, v in entry["runs"].items()} == dict.fromkeys(RUNS, "done")
 
 
+def test_kiosk_entry_runs_ssdbench_kiosk(quick: Boot) -> None:
+    """The boot flow of the Kiosk entry, on this boot (firmware, GRUB and the entry picked
+    through grubenv; test_boot.py booted a stick of its own for it before): the config found
+    on the stick, the kiosk started after "ssdbench ready" and powered off at the end. A
+    config that selects no drive: tests/integration/test_kiosk_loop.py."""
+    assert "ssdbench ready" in quick.serial and "mode=kiosk" in quick.serial, quick.tail()
+    assert "firmware BIOS)" in quick.serial, quick.serial[:4000]
+    assert "ssdbench kiosk starting" in quick.serial, quick.tail()
+    assert "config /mnt/ssdresults/ssdbench.toml: plan quick" in quick.serial, quick.tail()
+    assert quick.seconds_until("ssdbench kiosk starting") > quick.seconds_until(
+        "ssdbench ready")
+    assert "ssdbench: poweroff" in quick.serial, quick.tail()
+    assert "--direct" not in quick.qemu_argv  # through firmware and GRUB, not -kernel
+
+
 def test_bystander_and_boot_partition_left_alone(quick: Boot) -> None:
     assert quick.bystander_sha_after == quick.bystander_sha_before, "the bystander was written"
     assert quick.boot_partition_sha_after == quick.boot_partition_sha_before

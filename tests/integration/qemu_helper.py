@@ -2,10 +2,9 @@
 
 Minimal on purpose (the full rig is scripts/run-qemu.sh): a busybox initramfs loads the
 virtio/9p modules, mounts the host root read-only over 9p, chroots into it (so the guest runs
-the host's real nvme-cli, dd and Python) and runs ``job.sh`` from a writable 9p share. The
-host root is mounted with ``cache=loose``: a second Python process in the guest reads its
-modules from the guest's page cache, not again over 9p (the host's files do not change
-under a test). The share is not cached: the host reads what the guest wrote.
+the host's real nvme-cli, dd and Python) and runs ``job.sh`` from a writable 9p share.
+(Not ``cache=loose`` on the host root: with it the chroot lost its /proc mount, and with it
+/proc/sysrq-trigger, the power cut of test_ata_emu_qemu.py, 2026-11-27.)
 Everything the job writes under ``/run/out`` inside the guest lands in ``share_dir``.
 
 The NVMe drive is a sparse file created here, so the guest may write to it freely.
@@ -57,7 +56,7 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in {modules}; do insmod /mods/$m; done
-mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 hostroot /hostroot
+mount -t 9p -o trans=virtio,version=9p2000.L,ro hostroot /hostroot
 R=/hostroot
 mount -t proc proc $R/proc
 mount -t sysfs sys $R/sys

@@ -95,6 +95,23 @@ def test_kiosk_runs_only_the_drive_destroy_names(loops: list[str], tmp_path: Pat
     assert len([p for p in results.iterdir() if p.is_dir()]) == 1
 
 
+def test_a_config_that_selects_no_drive_says_so_and_writes_nothing(loops: list[str],
+                                                                   tmp_path: Path) -> None:
+    """A stick whose config names no drive of this bench: the kiosk says which entry matched
+    nothing and that there is no drive to test, exits 3 (docs/kiosk.md), writes no drive."""
+    before = [digest(d) for d in loops]
+    config = tmp_path / "ssdbench.toml"
+    config.write_text('plan = "quick"\nselect = ["serial:NO-SUCH-DRIVE"]\n'
+                      'destroy = ["NO-SUCH-DRIVE"]\non_finish = "stay"\n')
+    results = tmp_path / "results"
+    done = kiosk(config, results)
+    assert done.returncode == ExitCode.NO_SUCH_DRIVE, done.stdout + done.stderr
+    assert "`select` entry serial:NO-SUCH-DRIVE matched no drive" in done.stdout, done.stdout
+    assert "ssdbench: no drive to test" in done.stdout, done.stdout
+    assert [digest(d) for d in loops] == before
+    assert not [p for p in results.rglob("*") if p.is_dir() and p.name.endswith("DRIVE")]
+
+
 @pytest.mark.parametrize(("text", "key"), [
     ("destroy = 3\n", "`destroy`"),
     ('[params]\ntorture_seconds = "soon"\n', "torture_seconds"),

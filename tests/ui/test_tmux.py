@@ -96,28 +96,31 @@ def field_shows(label: str, value: str) -> Callable[[str], bool]:
     return lambda screen: line.search(screen) is not None
 
 
-def shrink_quick_plan(screen: Screen, wait_s: float) -> str:
+def shrink_quick_plan(screen: Screen, wait_s: float,
+                      runs: str = "consistency-default, trim") -> str:
     """From the plan form's erase-method field: 5 s tortures (their steady window, the last
     30%, then holds a second fio logged: fio often leaves the last one out, and a missing
     second is never invented), OP 0, 4 MiB probes, each value typed into its field and seen
-    there; the screen once the run list shows it."""
+    there; the screen once the run list shows ``runs``."""
     for label, value in (("Torture (s)", "5"), ("TRIM torture (s)", "5"),
                          ("OP levels (%)", "0"), ("Probe (GiB)", "0.004")):
         screen.key("Tab")
         screen.type(value)
         screen.wait(field_shows(label, value), wait_s)
-    return screen.wait("Runs: consistency-default, trim", wait_s)
+    return screen.wait(f"Runs: {runs}", wait_s)
 
 
-def results_rows(screen: Screen, name: str, timeout_s: float) -> tuple[str, dict[str, str]]:
-    """The results screen once "report.html" and both run rows of drive ``name`` are painted
-    (the screen is drawn in parts: CI once read it with only the first row there), and its
-    rows as {run: state}."""
+def results_rows(screen: Screen, name: str, timeout_s: float,
+                 count: int = 2) -> tuple[str, dict[str, str]]:
+    """The results screen once "report.html" and ``count`` run rows of drive ``name`` are
+    painted (the screen is drawn in parts: CI once read it with only the first row there),
+    and its rows as {run: state}."""
     row = re.compile(rf"^ {re.escape(name)}\s+(\S+)\s+(done|failed|cancelled)\s+[\d,]+ ", re.M)
     # "report.html" ends a full path: on the 80-column serial console it wraps, even
     # inside the name ("/…/report." then "html" on the next line)
     painted = re.compile(r"/report\.\s*html *$", re.M)
-    s = screen.wait(lambda t: bool(painted.search(t)) and len(row.findall(t)) >= 2, timeout_s)
+    s = screen.wait(lambda t: bool(painted.search(t)) and len(row.findall(t)) >= count,
+                    timeout_s)
     return s, dict(row.findall(s))
 
 
