@@ -243,3 +243,79 @@ def test_the_kiosk_names_a_url_config_without_its_token(server: Server, tmp_path
     console = out.getvalue() + err.getvalue()
     assert f"config {server.url('/k.toml')}: plan quick" in console, console
     assert "SECRETTOKEN" not in console
+
+
+class Scripted:
+    """A raw HTTP server on 127.0.0.1: each connection gets the next canned answer (bytes
+    exactly as written, then the connection closed), so an answer can be cut anywhere."""
+
+    def __init__(self, answers: list[bytes]) -> None:
+        self.answers = list(answers)
+        self.requests = 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while self.answers:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)  # the request
+                self.requests += 1
+                conn.sendall(self.answers.pop(0))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+# an erase plan that names one drive: cut after its plan line, `select` would be "every
+# eligible drive" and `destroy` missing
+ERASE = (b'plan = "erase"\nselect = ["serial:S3R14L"]\ndestroy = ["S3R14L"]\n'
+         b'on_finish = "poweroff"\n')
+
+
+def _whole(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+
+
+@pytest.mark.parametrize("cut", [
+    # Content-Length announces the whole body, 40 bytes arrive, then the connection closes
+    b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(ERASE) + ERASE[:40],
+    # chunked, cut in the middle of its only chunk (http.client: IncompleteRead)
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n" % len(ERASE) + ERASE[:40],
+], ids=["content-length", "chunked"])
+def test_a_config_cut_mid_transfer_is_never_used_and_fetched_again(cut: bytes) -> None:
+    server = Scripted([cut, _whole(ERASE)])
+    said: list[str] = []
+    waits: list[float] = []
+    try:
+        config = load_config(f"http://127.0.0.1:{server.port}/erase.toml", say=said.append,
+                             wait=waits.append, net_state=lambda: "network up")
+    finally:
+        server.close()
+    assert server.requests == 2 and waits == [1.0], said
+    assert config.plan == "erase" and config.destroy_serials == ("S3R14L",), config
+    assert not config.select_all and not config.destroy_all, config
+    assert [(s.kind, s.pattern) for s in config.selectors] == [("serial", "S3R14L")], config
+    waiting = [line for line in said if "waiting" in line]
+    assert len(waiting) == 1, said
+    assert ("the answer was cut: 40 of its" in waiting[0]
+            or "IncompleteRead" in waiting[0]), waiting
+    assert said[-1].startswith("config fetched from") and f"({len(ERASE)} bytes)" in said[-1]
+
+
+def test_a_content_length_that_is_not_a_number_is_fetched_again() -> None:
+    bad = b"HTTP/1.1 200 OK\r\nContent-Length: lots\r\nConnection: close\r\n\r\n" + ERASE
+    server = Scripted([bad, _whole(ERASE)])
+    said: list[str] = []
+    try:
+        config = load_config(f"http://127.0.0.1:{server.port}/erase.toml", say=said.append,
+                             wait=lambda _s: None, net_state=lambda: "network up")
+    finally:
+        server.close()
+    assert config.destroy_serials == ("S3R14L",) and server.requests == 2, said

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import fnmatch
+import http.client
 import ssl
 import time
 import tomllib
@@ -298,13 +299,29 @@ FETCH_TIMEOUT_S = 15.0
 BACKOFF_MAX_S = 30.0
 
 
+def _cut_short(announced: str | None, got: int) -> str | None:
+    """Why a body of ``got`` bytes is not the whole answer its Content-Length announced
+    (None: it is, or the server announced no length)."""
+    if announced is None:
+        return None
+    try:
+        want = int(announced.strip())
+    except ValueError:
+        return f"the server announced a Content-Length of {announced!r}: not a length"
+    if got < want:
+        return f"the answer was cut: {got} of its {want} bytes arrived"
+    return None
+
+
 def fetch_url(url: str, say: Callable[[str], None], *,
               wait: Callable[[float], None] = time.sleep,
               net_state: Callable[[], str] = default_route) -> bytes:
     """The config's bytes from ``url``. The network not being there yet (no lease, no route,
     refused, DNS, a timeout, an HTTP 5xx, 408 or 429) is waited for, retrying 1 s doubling
     to 30 s, each try said with what it waits for; an answer that will not change (another
-    4xx, a TLS certificate that does not verify, more than 1 MiB) is a ConfigError."""
+    4xx, a TLS certificate that does not verify, more than 1 MiB) is a ConfigError. A body
+    shorter than its Content-Length, or a chunked one cut mid-chunk, is never used: it is
+    fetched again like a network that is not there yet."""
     source = shown_url(url)
     req = _request(url, source)
     context = ssl.create_default_context() if url.startswith("https://") else None
@@ -315,10 +332,15 @@ def fetch_url(url: str, say: Callable[[str], None], *,
         try:
             with urllib.request.urlopen(req, timeout=FETCH_TIMEOUT_S, context=context) as r:
                 body: bytes = r.read(MAX_CONFIG_BYTES + 1)
+                announced = r.headers.get("Content-Length")
             if len(body) > MAX_CONFIG_BYTES:
                 raise ConfigError(source, "(url)", "is larger than 1 MiB: not a config")
-            say(f"config fetched from {source} ({len(body)} bytes)")
-            return body
+            cut = _cut_short(announced, len(body))
+            if cut is None:
+                say(f"config fetched from {source} ({len(body)} bytes)")
+                return body
+            why = cut  # a body cut mid-transfer is never used: the keys after the cut
+            # would take their defaults (an erase plan's `select` every eligible drive)
         except ConfigError:
             raise  # an answer that will not change (too large): not worth a retry
         except urllib.error.HTTPError as exc:
@@ -331,7 +353,8 @@ def fetch_url(url: str, say: Callable[[str], None], *,
                 raise ConfigError(source, "(tls)", "the server's certificate does not "
                                   f"verify: {exc.reason.verify_message}") from None
             why = str(exc.reason)
-        except (OSError, ValueError) as exc:  # timeouts, resets, a malformed answer
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            # timeouts, resets, a malformed answer, a chunked body cut mid-chunk
             why = f"{type(exc).__name__}: {exc}"
         say(f"config {source}: waiting for the network ({net_state()}): {why}; "
             f"try {attempt + 1} in {delay:g} s")
