@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ssdbench.untrusted import csv_cell, path_part, shown
+from ssdbench.untrusted import csv_cell, path_part, shown, without_url_secrets
 
 
 @pytest.mark.parametrize(("raw", "out"), [
@@ -31,3 +31,15 @@ def test_path_part_never_gives_a_dot_segment_or_a_separator(raw: str, out: str) 
     ("Samsung SSD", "Samsung SSD")])
 def test_csv_cells_cannot_be_formulas_but_numbers_stay_numbers(raw: str, out: str) -> None:
     assert csv_cell(raw) == out
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("ssdbench.config=https://lab:pw@cfg.lab/k.toml x=1",
+     "ssdbench.config=https://REMOVED@cfg.lab/k.toml x=1"),
+    ("u=http://cfg.lab:8080/k.toml?token=abc#frag y", "u=http://cfg.lab:8080/k.toml?REMOVED y"),
+    ("s3 https://key:se@cr:et@store.lab/b?X-Amz=1", "s3 https://REMOVED@store.lab/b?REMOVED"),
+    ("no url here: root=/dev/sda2 a@b", "no url here: root=/dev/sda2 a@b"),
+    ("http://host/path", "http://host/path"),
+])
+def test_without_url_secrets(text: str, kept: str) -> None:
+    assert without_url_secrets(text) == kept

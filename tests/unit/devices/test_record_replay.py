@@ -10,6 +10,7 @@ from ssdbench.devices.bundle import (
     RecordingFS,
     RecordingRunner,
     ReplayFS,
+    ReplayRunner,
     argv_file_stem,
     load_bundle,
     write_bundle,
@@ -74,3 +75,25 @@ def test_blkid_export() -> None:
     assert got["sdb1"]["LABEL"] == "SSDRESULTS" and got["sdb1"]["UUID"] == "1234-ABCD"
     assert got["vda"]["TYPE"] == "ext4"
     assert parse_blkid_export("") == {}
+
+
+def test_a_bundle_keeps_no_password_or_token_of_the_config_url(tmp_path: Path) -> None:
+    """#28 item 3: the support bundle copies /proc/cmdline; a lab's config URL there carries
+    its user and password (or a token in the query): they stay on the bench."""
+    cmdline = ("BOOT_IMAGE=/boot/vmlinuz ssdbench.mode=kiosk ssdbench.boot_uuid=1234-ABCD "
+               "ssdbench.config=https://lab:S3cr3t%21@cfg.lab:8443/benches/k.toml?token=T0K3N "
+               "console=ttyS0\n")
+
+    class Fs:
+        def read_text(self, path: str) -> str | None:
+            return cmdline if path == "/proc/cmdline" else None
+
+    fs = RecordingFS(Fs())  # type: ignore[arg-type]
+    assert fs.read_text("/proc/cmdline") == cmdline  # what the bench itself reads is whole
+    out = write_bundle(tmp_path / "b", RecordingRunner(ReplayRunner()), fs)
+    kept = (out / json.loads((out / "manifest.json").read_text())["files"]["/proc/cmdline"]
+            ).read_text()
+    assert "S3cr3t" not in kept and "T0K3N" not in kept and "//lab:" not in kept, kept
+    assert ("ssdbench.config=https://REMOVED@cfg.lab:8443/benches/k.toml?REMOVED" in kept
+            and "ssdbench.boot_uuid=1234-ABCD" in kept and kept.startswith("BOOT_IMAGE=")), kept
+    assert not [p for p in out.rglob("*") if p.is_file() and b"S3cr3t" in p.read_bytes()]

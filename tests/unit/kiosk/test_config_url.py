@@ -33,6 +33,8 @@ class Files(http.server.BaseHTTPRequestHandler):
             self.auth.append(self.headers["Authorization"])
         code, body = self.files.get(self.path.split("?")[0], (404, b"not here\n"))
         self.send_response(code)
+        if code in (301, 302, 303, 307, 308):  # the body is where to
+            self.send_header("Location", body.decode())
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -319,3 +321,26 @@ def test_a_content_length_that_is_not_a_number_is_fetched_again() -> None:
     finally:
         server.close()
     assert config.destroy_serials == ("S3R14L",) and server.requests == 2, said
+
+
+def test_credentials_go_to_their_own_origin_only_not_where_a_redirect_points(
+        server: Server) -> None:
+    """#28 item 3: urllib sends every header on to wherever a redirect points; the lab's
+    user and password must not reach another origin (here another port of 127.0.0.1)."""
+    other = Server()
+    try:
+        other.files["/k.toml"] = (200, GOOD.encode())
+        server.files["/moved.toml"] = (302, other.url("/k.toml").encode())
+        server.files["/here.toml"] = (200, GOOD.encode())
+        server.files["/renamed.toml"] = (301, server.url("/here.toml").encode())
+        url = server.url("/moved.toml").replace("http://", "http://lab:s3cret@")
+        config = load_config(url, say=lambda _l: None, wait=lambda _s: None)
+        assert config.plan == "diagnose"
+        assert other.auth == [], other.auth  # followed, but without the credentials
+        assert len(server.auth) == 1
+        # a redirect within the same origin keeps them
+        url = server.url("/renamed.toml").replace("http://", "http://lab:s3cret@")
+        load_config(url, say=lambda _l: None, wait=lambda _s: None)
+        assert len(server.auth) == 3 and len(set(server.auth)) == 1, server.auth
+    finally:
+        other.stop()

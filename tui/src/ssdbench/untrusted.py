@@ -10,6 +10,8 @@ network answer holds, what an operator typed (docs/security.md "Untrusted string
 * :func:`csv_cell`: a CSV cell a spreadsheet will not run: a value starting with ``=``, ``+``,
   ``-``, ``@``, a tab or a carriage return gets a leading apostrophe (OWASP), unless it is a
   plain number.
+* :func:`without_url_secrets`: text that leaves the bench (a support bundle): every URL's
+  user and password, query and fragment (where tokens live) replaced by ``REMOVED``.
 
 Pure functions, no imports from the rest of ssdbench: the engine, the UI, the report and
 the lab view all use them.
@@ -58,3 +60,15 @@ def csv_cell(value: str) -> str:
     if value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
         return "'" + value
     return value
+
+
+_URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s?#]*@")
+_URL_TAIL = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*)[?#]\S*")
+
+
+def without_url_secrets(text: str) -> str:
+    """``text`` with each URL's ``user:password@`` and its ``?query`` / ``#fragment``
+    replaced by ``REMOVED`` (the kernel command line's ``ssdbench.config=https://lab:PW@...``
+    in a support bundle); the scheme, host and path stay, so the bundle still says where."""
+    text = _URL_USERINFO.sub(r"\1REMOVED@", text)
+    return _URL_TAIL.sub(r"\1?REMOVED", text)

@@ -41,6 +41,7 @@ from ssdbench.system import (
     Runner,
     RunningProcess,
 )
+from ssdbench.untrusted import without_url_secrets
 
 BUNDLE_FORMAT = 1
 MANIFEST = "manifest.json"
@@ -375,7 +376,8 @@ def write_bundle(
                                for t in taken):
             rel = f"fs-extra/{len(taken)}"
         taken[rel] = path
-        _write(out / rel, text.encode("utf-8"))
+        # /proc/cmdline may name the config URL with the lab's password or a token in it
+        _write(out / rel, without_url_secrets(text).encode("utf-8"))
         files[path] = rel
     uname = platform.uname()
     manifest = {

@@ -299,6 +299,32 @@ FETCH_TIMEOUT_S = 15.0
 BACKOFF_MAX_S = 30.0
 
 
+def _origin(url: str) -> tuple[str, str, int | None]:
+    u = urlsplit(url)
+    try:
+        port = u.port or {"http": 80, "https": 443}.get(u.scheme)
+    except ValueError:
+        port = None
+    return u.scheme, (u.hostname or "").lower(), port
+
+
+class _SameOriginAuth(urllib.request.HTTPRedirectHandler):
+    """Redirects as urllib follows them, but the basic auth of the config URL's user and
+    password goes to its own origin only (scheme, host, port): urllib copies every header
+    to wherever a redirect points, and a config server that redirects elsewhere (or is made
+    to) would hand the lab's credentials to that host."""
+
+    def redirect_request(  # noqa: PLR0917 - urllib's signature
+            self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+            newurl: str) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(newurl) != _origin(req.full_url):
+            for name in list(new.headers):
+                if name.lower() == "authorization":
+                    del new.headers[name]
+        return new
+
+
 def _cut_short(announced: str | None, got: int) -> str | None:
     """Why a body of ``got`` bytes is not the whole answer its Content-Length announced
     (None: it is, or the server announced no length)."""
@@ -325,12 +351,14 @@ def fetch_url(url: str, say: Callable[[str], None], *,
     source = shown_url(url)
     req = _request(url, source)
     context = ssl.create_default_context() if url.startswith("https://") else None
+    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context),
+                                         _SameOriginAuth())
     delay = 1.0
     attempt = 0
     while True:
         attempt += 1
         try:
-            with urllib.request.urlopen(req, timeout=FETCH_TIMEOUT_S, context=context) as r:
+            with opener.open(req, timeout=FETCH_TIMEOUT_S) as r:
                 body: bytes = r.read(MAX_CONFIG_BYTES + 1)
                 announced = r.headers.get("Content-Length")
             if len(body) > MAX_CONFIG_BYTES:
