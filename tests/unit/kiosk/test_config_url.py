@@ -344,3 +344,11 @@ def test_credentials_go_to_their_own_origin_only_not_where_a_redirect_points(
         assert len(server.auth) == 3 and len(set(server.auth)) == 1, server.auth
     finally:
         other.stop()
+
+
+def test_a_config_nested_too_deeply_is_a_syntax_error_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "deep.toml"
+    path.write_text("plan = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(path)
+    assert exc.value.key == "(syntax)" and "nested too deeply" in exc.value.problem

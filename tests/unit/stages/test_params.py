@@ -33,6 +33,8 @@ def test_set_values_are_converted() -> None:
     ("nonsense=1", ["`nonsense`: unknown key", "torture_seconds"]),
     ("op_percent=95", ["'op_percent'", "0 to 90"]),
     ("probe_gib=-1", ["'probe_gib'"]),
+    ("probe_gib=inf", ["'probe_gib'", "> 0"]),  # accepted once, failed after the erase
+    ("probe_gib=nan", ["'probe_gib'", "> 0"]),
     ("probe_preset=hdtach", ["'probe_preset'", "as-ssd or fill"]),
     ("trim_idle_seconds=-5", ["'trim_idle_seconds'", "≥ 0"]),
     ("trim_idle_seconds=1.5", ["'trim_idle_seconds'", "whole number"]),

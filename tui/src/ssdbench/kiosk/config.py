@@ -416,6 +416,8 @@ def load_config(path: Path | str, *, say: Callable[[str], None] | None = None,
         raise ConfigError(source, "(file)", "is not UTF-8 text") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(source, "(syntax)", f"not valid TOML: {exc}") from exc
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError(source, "(syntax)", "nested too deeply to be a config") from None
     return parse_config(data, source, base)
 
 

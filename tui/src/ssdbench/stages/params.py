@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
@@ -158,7 +159,7 @@ def _convert(key: str, value: object, source: str) -> object:
             number = float(value) if isinstance(value, str | int | float) else None
         except ValueError:
             number = None
-        if number is None or not number > 0:
+        if number is None or not number > 0 or not math.isfinite(number):
             raise bad("a size in GiB > 0, e.g. 8 or 0.5")
         return number
     if not isinstance(value, str):
