@@ -384,3 +384,74 @@ def test_fleet_page_from_a_webdav_store(dav: Nginx, tmp_path: Path) -> None:
     runs = {(r["bench"], r["serial"]) for r in rows}
     assert runs == {("bench-07", "DEMONVME0001"), ("bench-07", "DEMOSATA0001")}, rows
     assert "DEMONVME0001" in (out / "fleet.html").read_text()
+
+
+class Dripping:
+    """A WebDAV "server" on 127.0.0.1 that answers every request one byte every 0.5 s, for
+    ever: each socket read is well within the store's timeout (20 s), none ever ends."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind((HOST, 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.requests = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import threading
+
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.requests += 1
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                for byte in b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n" * 1000:
+                    if self.stop.wait(0.5):
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+
+
+def test_close_keeps_its_deadline_against_a_store_that_drips(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """#28 item 8: close(wait_s=3) took 46.7 s against a store that drips its answers;
+    now it returns within wait_s + CLOSE_GRACE_S whatever the store does, says so once, and
+    the results stay."""
+    import ssdbench.lab.uploader as uploader
+
+    monkeypatch.setattr(uploader, "CLOSE_GRACE_S", 2.0)
+    server = Dripping()
+    try:
+        root = results_copy(tmp_path)
+        cfg = parse_store({"kind": "webdav", "endpoint": f"http://{HOST}:{server.port}",
+                           "prefix": "lab1", "username": "bench", "password": SECRET},
+                          Path("."))
+        lines: list[str] = []
+        up = StoreUploader(open_store(cfg), cfg, root, "bench-07", lines.append)
+        t0 = time.monotonic()
+        left = up.close(wait_s=1.0)
+        took = time.monotonic() - t0
+    finally:
+        server.close()
+    assert server.requests >= 1  # it was asked, and answered only drips
+    assert 2.5 < took < 6.0, took
+    assert left == len(expected_keys(root)), left  # nothing arrived; everything still here
+    assert len(lines) == 1 and "still answering after 3 s" in lines[0], lines
+    assert SECRET not in lines[0]
+    assert expected_keys(root).keys() == expected_keys(RESULTS).keys()

@@ -77,6 +77,10 @@ class Sent:
     sent: str
 
 
+# close(): how long past its wait_s the last pass may take (a request's socket timeout, once)
+CLOSE_GRACE_S = 20.0
+
+
 class StoreUploader:
     """The RAM results folder kept sent to a store, in a thread of its own."""
 
@@ -109,6 +113,7 @@ class StoreUploader:
         self.last_failure_at: str | None = None
         self.sent_total = 0
         self.pending = 0
+        self._given_up = False
         self.journal = self._load_journal()
 
     # ---- names ----
@@ -172,7 +177,8 @@ class StoreUploader:
     # ---- one pass ----
 
     def say(self, line: str) -> None:
-        self._say(scrub(line, self.cfg.secrets()))
+        if not self._given_up:  # close() stopped waiting: the thread left behind is quiet
+            self._say(scrub(line, self.cfg.secrets()))
 
     def _files(self) -> list[Path]:
         if not self.results_dir.is_dir():
@@ -321,12 +327,42 @@ class StoreUploader:
 
     def close(self, cancel: threading.Event | None = None, *, wait_s: float = 0.0) -> int:
         """Stop the thread; send what is left, retrying with backoff for up to ``wait_s``
-        seconds (or until ``cancel``). Files still unsent (0: everything is in the store)."""
+        seconds (or until ``cancel``). Files still unsent (0: everything is in the store).
+        It returns within ``wait_s`` + CLOSE_GRACE_S wall-clock seconds whatever the store
+        does: a store that drips its answers keeps every socket read within its timeout, so
+        the last requests run in a thread of their own, left behind (a daemon) when the
+        time is up, and the files stay where they are (the stick, or RAM)."""
+        cancel = cancel or threading.Event()
+        done = threading.Event()
+        result: list[int] = []
+
+        def last_pass() -> None:
+            try:
+                result.append(self._close(cancel, wait_s))
+            finally:
+                done.set()
+
+        threading.Thread(target=last_pass, name="store-close", daemon=True).start()
+        if done.wait(wait_s + CLOSE_GRACE_S) and result:
+            return result[0]
+        self.say(f"store {self.cfg.describe()}: still answering after "
+                 f"{wait_s + CLOSE_GRACE_S:g} s (a slow or stalled store): stopped waiting; "
+                 "the results not sent stay here")
+        self._given_up = True
+        return max(self._unsent_now(), 1)
+
+    def _unsent_now(self) -> int:
+        """unsent(), or 1 when the files cannot be read now (the stick pulled)."""
+        try:
+            return self.unsent()
+        except OSError:
+            return 1
+
+    def _close(self, cancel: threading.Event, wait_s: float) -> int:
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join()
-        cancel = cancel or threading.Event()
         deadline = self.clock() + wait_s
         while True:
             self.sync()
