@@ -83,3 +83,64 @@ def test_cli_writes_page_and_csv(tmp_path: Path, capsys: object) -> None:
     assert (tmp_path / "out" / "fleet.html").is_file()
     assert (tmp_path / "out" / "fleet.csv").read_text().startswith("bench,model,")
     assert main(["fleet", str(tmp_path / "out")]) == 2  # no bench there
+
+
+BAD_FILES = {
+    # wrong types where objects are
+    "run.json": json.dumps({"run": "trim", "state": "done", "drive": ["not", "an", "object"],
+                            "analysis": [1, 2], "erase": "yes", "started": 5}),
+    # NaN and Infinity (Python's json writes them, JSON has none)
+    "drive.json": '{"drive": {"model": "X", "serial": NaN, "firmware": Infinity}}',
+    # nested too deeply
+    "status.json": "[" * 100_000 + "]" * 100_000,
+}
+
+
+def test_a_benchs_bad_files_are_left_out_with_a_note_and_the_page_is_built(
+        tmp_path: Path, capsys: object) -> None:
+    """#28 item 7: one wrong-typed, NaN/Infinity or deeply nested file from any bench was
+    a traceback and no fleet page."""
+    root = lab(tmp_path)
+    run_json = sorted(root.glob("bench-a/*/*/*/run.json"))[0]
+    drive_json = sorted(root.glob("bench-b/*/*/drive.json"))[0]
+    run_json.write_text(BAD_FILES["run.json"])
+    drive_json.write_text(BAD_FILES["drive.json"])
+    (root / "bench-c" / "status.json").write_text(BAD_FILES["status.json"])
+    # a bench whose status lists drives and errors of the wrong shapes, an infinite ETA
+    (root / "bench-d").mkdir()
+    (root / "bench-d" / "status.json").write_text(json.dumps({
+        "state": "running", "time": "2026-11-25T07:59:55Z", "errors": 42,
+        "drives": [{"drive": "sda", "eta_s": 1e400, "percent": "x"}, "sdb"],
+        "store": ["x"]}).replace("Infinity", "1e999"))
+    result = fleet.build(fleet.folder_entries(root), now=NOW)
+    page = fleet.fleet_html(result)
+    assert "Files left out" in page
+    skipped = "\n".join(result.skipped)
+    assert f"{drive_json.relative_to(root).as_posix()}: not JSON" in skipped
+    assert "NaN is not a JSON number" in skipped
+    assert "bench-c/status.json: nested too deeply" in skipped
+    # the wrong-typed run.json is used for what it holds: its row stays
+    bad_row = [r for r in result.rows if r["bench"] == "bench-a" and r["run"] == "trim"
+               and r["started"] == "5"]
+    assert len(bad_row) == 1 and bad_row[0]["state"] == "done", result.rows
+    assert {"bench-a", "bench-b", "bench-c", "bench-d"} <= set(result.benches)
+    assert result.benches["bench-c"].state == "unknown"
+    assert main(["fleet", str(root), "-o", str(tmp_path / "out")]) == 0
+    assert "Files left out" in (tmp_path / "out" / "fleet.html").read_text()
+    assert "left out" in capsys.readouterr().err  # type: ignore[attr-defined]
+
+
+def test_an_object_the_store_cannot_give_is_left_out_with_the_stores_reason(
+        tmp_path: Path) -> None:
+    root = lab(tmp_path)
+
+    class Flaky(FolderStore):
+        def get(self, key: str) -> bytes:
+            if key.endswith("bench-b/status.json"):
+                raise OSError("connection reset by the store")
+            return super().get(key)
+
+    result = fleet.build(fleet.store_entries(Flaky(root.parent), "lab1"), now=NOW)
+    assert any(s.startswith("bench-b/status.json: cannot be read: the store: connection reset")
+               for s in result.skipped), result.skipped
+    assert len(result.rows) > 0 and "bench-b" in result.benches

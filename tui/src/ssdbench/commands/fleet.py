@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ssdbench.exitcodes import ExitCode
+from ssdbench.untrusted import shown
 
 
 def register(subparsers: Any) -> None:
@@ -72,5 +73,8 @@ def run(args: argparse.Namespace) -> int:
     atomic.write_text(args.output / "fleet.csv", fleet.fleet_csv(result))
     page = args.output / "fleet.html"
     atomic.write_text(page, fleet.fleet_html(result))
+    if result.skipped:
+        print(f"ssdbench fleet: {len(result.skipped)} file(s) left out (named on the page), "
+              f"first: {shown(result.skipped[0])}", file=sys.stderr)
     print(page)
     return int(ExitCode.OK)

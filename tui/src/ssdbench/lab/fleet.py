@@ -11,6 +11,7 @@ import csv
 import html
 import io
 import json
+import math
 import os
 import statistics
 from collections.abc import Callable, Iterable
@@ -44,6 +45,8 @@ class Fleet:
     benches: dict[str, Bench]
     rows: list[dict[str, str]]
     generated: str
+    # files left out, as "<key>: why": a bench's bad file never stops the page
+    skipped: list[str] = field(default_factory=list)
 
 
 def folder_entries(root: Path) -> dict[str, Loader]:
@@ -58,24 +61,55 @@ def folder_entries(root: Path) -> dict[str, Loader]:
 
 
 def store_entries(store: Store, prefix: str, workers: int = 8) -> dict[str, Loader]:
-    """The wanted objects under ``prefix`` of a store, fetched in parallel up front."""
+    """The wanted objects under ``prefix`` of a store, fetched in parallel up front (one
+    that cannot be fetched is a file the page skips, with the store's reason)."""
     base = prefix.strip("/") + "/" if prefix.strip("/") else ""
     keys = [k for k in store.keys(base) if k.rpartition("/")[2] in WANTED]
+
+    def fetch(key: str) -> Loader:
+        try:
+            return _const(store.get(key))
+        except Exception as exc:  # StoreError, or a client library's own
+            return _failing(f"the store: {exc}")
+
     with ThreadPoolExecutor(workers) as pool:
-        blobs = list(pool.map(store.get, keys))
-    return {k[len(base):]: _const(b) for k, b in zip(keys, blobs, strict=True)}
+        loaders = list(pool.map(fetch, keys))
+    return {k[len(base):]: load for k, load in zip(keys, loaders, strict=True)}
 
 
 def _const(blob: bytes) -> Loader:
     return lambda: blob
 
 
-def _json(load: Loader) -> dict[str, Any]:
+def _failing(why: str) -> Loader:
+    def load() -> bytes:
+        raise OSError(why)
+    return load
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _json(load: Loader) -> tuple[dict[str, Any], str | None]:
+    """(the file's JSON object, None), or ({}, why it cannot be used): unreadable, not
+    UTF-8 JSON, NaN or Infinity in it, nested too deeply, not an object."""
     try:
-        doc = json.loads(load())
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+        doc = json.loads(load(), parse_constant=_no_constant)
+    except OSError as exc:
+        return {}, f"cannot be read: {exc}"
+    except (ValueError, UnicodeDecodeError) as exc:
+        return {}, f"not JSON: {exc}"
+    except RecursionError:
+        return {}, "nested too deeply"
+    if not isinstance(doc, dict):
+        return {}, f"a JSON {type(doc).__name__}, not an object"
+    return doc, None
+
+
+def _obj(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a field of the wrong type)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _parse_time(text: object) -> datetime | None:
@@ -88,8 +122,14 @@ def _parse_time(text: object) -> datetime | None:
 
 
 def _num(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else None
+    """A finite number, else None (a string, a bool, NaN or infinity from a bad file)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _fmt(value: float | None, digits: int = 0) -> str:
@@ -102,15 +142,21 @@ def build(entries: dict[str, Loader], *, now: datetime | None = None,
     benches: dict[str, Bench] = {}
     drives: dict[str, dict[str, Any]] = {}  # the folder of a drive.json -> its identity
     run_keys: list[str] = []
+    skipped: list[str] = []
     for key in sorted(entries):
         parts = key.split("/")
         name = parts[-1]
         if name == "status.json" and len(parts) >= 2:
             bench = benches.setdefault(parts[-2], Bench(parts[-2]))
-            bench.status = _json(entries[key])
+            bench.status, why = _json(entries[key])
+            if why:
+                skipped.append(f"{key}: {why}")
         elif name == "drive.json":
-            doc = _json(entries[key])
-            drive = doc.get("drive", doc)
+            doc, why = _json(entries[key])
+            if why:
+                skipped.append(f"{key}: {why}")
+                continue
+            drive = _obj(doc.get("drive", doc))
             drives["/".join(parts[:-1])] = {k: drive.get(k) for k in
                                             ("model", "firmware", "serial")}
         elif name == "run.json" and len(parts) >= 4:
@@ -125,10 +171,13 @@ def build(entries: dict[str, Loader], *, now: datetime | None = None,
                 bench.state = "silent"
     rows = []
     for key in run_keys:  # one run.json at a time: 10,000 of them must fit in memory
-        rows.append(_row(key, _json(entries[key]), drives))
+        doc, why = _json(entries[key])
+        if why:  # its row stays, "damaged": the run happened
+            skipped.append(f"{key}: {why}")
+        rows.append(_row(key, doc, drives))
         benches.setdefault(rows[-1]["bench"], Bench(rows[-1]["bench"]))
     rows.sort(key=lambda r: (r["started"], r["bench"], r["serial"], r["run"]), reverse=True)
-    return Fleet(benches, rows, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return Fleet(benches, rows, now.strftime("%Y-%m-%dT%H:%M:%SZ"), skipped)
 
 
 def _row(key: str, doc: dict[str, Any], drives: dict[str, dict[str, Any]]) -> dict[str, str]:
@@ -137,11 +186,11 @@ def _row(key: str, doc: dict[str, Any], drives: dict[str, dict[str, Any]]) -> di
     run_dir = parts[:-1]
     session = run_dir[:-1] if len(run_dir) >= 4 else run_dir
     bench_name, serial, run_id = session[-3], session[-2], session[-1]
-    ident = {**drives.get("/".join(session), {}), **(doc.get("drive") or {})}
-    analysis = doc.get("analysis") or {}
-    steady = (analysis.get("iops") or {}).get("steady") or {}
-    trim = analysis.get("trim") or {}
-    erase = doc.get("erase") or {}
+    ident = {**drives.get("/".join(session), {}), **_obj(doc.get("drive"))}
+    analysis = _obj(doc.get("analysis"))
+    steady = _obj(_obj(analysis.get("iops")).get("steady"))
+    trim = _obj(analysis.get("trim"))
+    erase = _obj(doc.get("erase"))
     return {
         "bench": bench_name, "model": str(ident.get("model") or ""),
         "firmware": str(ident.get("firmware") or ""),
@@ -266,10 +315,10 @@ def fleet_html(fleet: Fleet) -> str:
     parts.append(_table(
         ("bench", "state", "plan", "last event", "errors", "status sent", "store"),
         ((_e(b.name), _state(b.state), _e(b.status.get("plan", "")),
-          _e(b.status.get("last_event", "")), _e("; ".join(b.status.get("errors") or [])),
+          _e(b.status.get("last_event", "")), _e("; ".join(_strings(b.status.get("errors")))),
           _ago(b.silent_s), _store_state(b.status.get("store")))
          for b in benches), set()))
-    live = [(b, d) for b in benches for d in b.status.get("drives") or []
+    live = [(b, d) for b in benches for d in _list(b.status.get("drives"))
             if isinstance(d, dict)]
     if live:
         parts.append("<h2>Drives on the benches</h2>")
@@ -280,8 +329,7 @@ def fleet_html(fleet: Fleet) -> str:
               _state("silent" if b.state == "silent" and d.get("state") == "running"
                      else str(d.get("state", ""))),
               _fmt(_num(d.get("percent")), 1), _fmt(_num(d.get("iops"))),
-              "" if _num(d.get("eta_s")) is None
-              else f"{int(d['eta_s']) // 60}:{int(d['eta_s']) % 60:02d}")
+              _eta(_num(d.get("eta_s"))))
              for b, d in live), {6, 7, 8}))
     runs = sorted({r["run"] for r in fleet.rows})
     charts = [(run, model_chart(fleet.rows, run)) for run in runs]
@@ -299,5 +347,30 @@ def fleet_html(fleet: Fleet) -> str:
                                  if r["steady_iops_stddev"] else "")),
           _e(r["erase_method"] + (" (verified)" if r["erase_verified"] == "true" else "")))
          for r in fleet.rows), {8}))
+    if fleet.skipped:
+        parts.append("<h2>Files left out</h2><p class='small'>A bench's file that could not "
+                     "be used: the page is built without it (a run.json's row stays, "
+                     "damaged).</p><ul>")
+        parts.extend(f"<li>{_e(line)}</li>" for line in fleet.skipped[:500])
+        if len(fleet.skipped) > 500:
+            parts.append(f"<li>and {len(fleet.skipped) - 500} more</li>")
+        parts.append("</ul>")
     parts.append("</body></html>\n")
     return "".join(parts)
+
+
+def _strings(value: object) -> list[str]:
+    """A list of strings from a field that should be one (anything else: shown as text)."""
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [] if value in (None, "") else [str(value)]
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None or seconds < 0:
+        return ""
+    return f"{int(seconds) // 60}:{int(seconds) % 60:02d}"

@@ -19,6 +19,9 @@ from urllib.parse import quote, unquote, urlsplit
 from ssdbench.lab.config import StoreConfig, scrub
 
 TIMEOUT_S = 20.0
+# WebDAV listings (HttpStore.keys): <prefix>/<bench>/<serial>/<run id>/<run>/ is 5 deep
+LIST_MAX_DEPTH = 8
+LIST_MAX_FOLDERS = 100_000
 
 
 class StoreError(Exception):
@@ -209,10 +212,16 @@ class HttpStore:
         return body
 
     def keys(self, prefix: str) -> list[str]:
-        """Every file under ``prefix`` (WebDAV PROPFIND, depth 1, folder by folder)."""
+        """Every file under ``prefix`` (WebDAV PROPFIND, depth 1, folder by folder). The
+        listing is bounded: folders at most LIST_MAX_DEPTH below ``prefix`` (a results
+        layout has 5), at most LIST_MAX_FOLDERS folders, each once, only folders under the
+        one listed; an answer that is not WebDAV XML is a StoreError naming the folder."""
         out: list[str] = []
-        todo = [prefix.strip("/")]
+        start = prefix.strip("/")
+        todo = [start]
+        seen = {start}
         root = self.base + "/"
+        depth0 = start.count("/") + 1 if start else 0
         while todo:
             folder = todo.pop()
             path = self._path(folder) + "/" if folder else root
@@ -220,13 +229,29 @@ class HttpStore:
             if status == 404:
                 continue
             self._check(f"listing {folder or '/'}", status)
-            for resp in ET.fromstring(body).iter("{DAV:}response"):
+            try:
+                tree = ET.fromstring(body)
+            except (ET.ParseError, ValueError, RecursionError) as exc:
+                raise StoreError(f"listing {folder or '/'}: the answer is not WebDAV XML "
+                                 f"({type(exc).__name__})") from None
+            if tree.tag != "{DAV:}multistatus":
+                raise StoreError(f"listing {folder or '/'}: the answer is not WebDAV XML "
+                                 f"(<{tree.tag[:40]}>, not a DAV multistatus)")
+            answers = list(tree.iter("{DAV:}response"))
+            for resp in answers:
                 href = unquote(urlsplit(resp.findtext("{DAV:}href") or "").path)
                 rel = href[len(root):] if href.startswith(root) else href.lstrip("/")
-                if rel.rstrip("/") == folder or not rel:
-                    continue
+                name = rel.rstrip("/")
+                if name == folder or not rel or (folder and not name.startswith(folder + "/")):
+                    continue  # the folder itself, or not below it
                 if rel.endswith("/"):
-                    todo.append(rel.rstrip("/"))
+                    if name in seen or name.count("/") + 1 - depth0 > LIST_MAX_DEPTH:
+                        continue
+                    if len(seen) >= LIST_MAX_FOLDERS:
+                        raise StoreError(f"listing {start or '/'}: more than "
+                                         f"{LIST_MAX_FOLDERS} folders: not a results store")
+                    seen.add(name)
+                    todo.append(name)
                 elif ".tmp-" not in rel.rpartition("/")[2]:
                     out.append(rel)
         return sorted(out)
