@@ -5,6 +5,7 @@ JSON / HTML / CSV, and checked by `ssdbench verify-record`."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 from pathlib import Path
@@ -22,6 +23,7 @@ from ssdbench.record import (
     PASS,
     PURGE,
     build_record,
+    dump_record,
     sanitization_for,
     seal,
     verify_record_bytes,
@@ -113,6 +115,9 @@ def test_signed_record_verifies_and_one_changed_byte_fails(
     assert parsed["result"]["status"] == PASS
     assert parsed["signature"]["fingerprint"].startswith("SHA256:")
     assert verify_record_bytes(data).ok
+    # the printable certificate names the digest of this very file (#28 item 2)
+    html = (tmp_path / files["html"]).read_text()
+    assert hashlib.sha256(data).hexdigest() in html and "verify-record --key" in html
 
     assert main(["verify-record", str(path), "--key", str(key)]) == 0
     assert parsed["signature"]["fingerprint"] in capsys.readouterr().out
@@ -130,7 +135,7 @@ def test_signed_record_verifies_and_one_changed_byte_fails(
 
     other = make_key(tmp_path, "other.pem")
     assert main(["verify-record", str(path), "--key", str(other)]) == 1
-    assert "not by the expected" in capsys.readouterr().err
+    assert f"not by --key {other}" in capsys.readouterr().err
 
 
 def test_unsigned_record_says_so_everywhere(tmp_path: Path,
@@ -176,3 +181,64 @@ def test_pdf_is_written_and_fits_one_a4_page(tmp_path: Path) -> None:
     assert (tmp_path / files["pdf"]).read_bytes()[:5] == b"%PDF-"
     html = (tmp_path / files["html"]).read_text()
     assert len(HTML(string=html).render().pages) == 1
+
+
+def test_a_forged_record_resigned_with_another_key_is_never_ok(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """#28 item 2: a FAIL record changed to PASS and re-signed with a new key printed "OK:
+    signature valid", exit 0, without --key. Now a signature proves the signer only against
+    a key the auditor names (--key, --trusted, or a trusted-keys file)."""
+    monkeypatch.setattr("ssdbench.commands.verify_record.TRUSTED_KEYS", ())
+    lab = make_key(tmp_path)
+    failed = seal(record(error="the drive disappeared"), str(lab))
+    assert failed["result"]["status"] == "FAIL"
+    forged = {k: v for k, v in failed.items() if k != "signature"}
+    forged["result"] = {**forged["result"], "status": PASS, "reason": "all good"}
+    forger = make_key(tmp_path, "forger.pem")
+    (tmp_path / "forged").mkdir()
+    path = tmp_path / "forged" / write_record_files(tmp_path / "forged", seal(forged,
+                                                                              str(forger)))["json"]
+    assert verify_record_bytes(path.read_bytes()).ok  # intact: it is signed, by someone
+
+    assert main(["verify-record", str(path)]) == 1
+    out = capsys.readouterr()
+    assert "signer is NOT trusted" in out.err and "OK" not in out.out
+    assert "says: result PASS" in out.out and "SSDBNVME0001" in out.out  # what it claims
+    assert main(["verify-record", str(path), "--key", str(lab)]) == 1
+    assert "FAILED: signed by key" in capsys.readouterr().err
+
+    # a trusted-keys file: fingerprints (as printed) or PEM files, comments, blank lines
+    lab_fp = failed["signature"]["fingerprint"]
+    trusted = tmp_path / "trusted-keys"
+    trusted.write_text(f"# the lab's keys\n\n{lab_fp}  # bench room key\n")
+    assert main(["verify-record", str(path), "--trusted", str(trusted)]) == 1
+    capsys.readouterr()
+    genuine = tmp_path / "genuine"
+    genuine.mkdir()
+    real = genuine / write_record_files(genuine, failed)["json"]
+    assert main(["verify-record", str(real), "--trusted", str(trusted)]) == 0
+    out = capsys.readouterr()
+    assert f"OK: signature valid (Ed25519, key {lab_fp}), a key of the trusted keys" in out.out
+    assert "says: result FAIL (" in out.out
+    trusted.write_text("lab-key.pem\n")  # a PEM file beside the list
+    assert main(["verify-record", str(real), "--trusted", str(trusted)]) == 0
+    trusted.write_text("not a key\n")
+    assert main(["verify-record", str(real), "--trusted", str(trusted)]) == 2
+    assert "line 1: neither a key fingerprint" in capsys.readouterr().err
+    # the default place of the trusted-keys file
+    default = tmp_path / "etc-trusted-keys"
+    default.write_text(lab_fp + "\n")
+    monkeypatch.setattr("ssdbench.commands.verify_record.TRUSTED_KEYS", (default,))
+    assert main(["verify-record", str(real)]) == 0
+    assert main(["verify-record", str(path)]) == 1
+
+
+@pytest.mark.parametrize("change", [
+    {"algorithm": "none"}, {"note": "extra member, not signed"}])
+def test_the_signature_member_is_checked_strictly(tmp_path: Path,
+                                                  change: dict[str, str]) -> None:
+    sealed = seal(record(), str(make_key(tmp_path)))
+    changed = {**sealed, "signature": {**sealed["signature"], **change}}
+    verdict = verify_record_bytes(dump_record(changed))
+    assert not verdict.ok and "signature member is not what ssdbench writes" in verdict.message

@@ -1,5 +1,5 @@
-"""`ssdbench verify-record FILE`: check an erase record's Ed25519 signature (and, with
-``--key``, that the lab's key made it)."""
+"""`ssdbench verify-record FILE`: check an erase record's Ed25519 signature and that a key
+the auditor trusts made it (``--key``, ``--trusted``, or a trusted-keys file)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ from typing import Any
 
 from ssdbench.exitcodes import ExitCode
 
+# where an auditor's trusted lab keys are looked for when neither --key nor --trusted is given
+TRUSTED_KEYS = (Path("~/.config/ssdbench/trusted-keys"), Path("/etc/ssdbench/trusted-keys"))
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -17,39 +20,70 @@ def register(subparsers: Any) -> None:
         help="check the signature of an erase record (erase-record.json)",
         description=(
             "Check an erase record written by the erase plan (erase-record.json): the file "
-            "must be byte for byte as ssdbench wrote it and its Ed25519 signature must match "
-            "its content. Prints the signing key's fingerprint; compare it with the lab's "
-            "published one, or pass --key. Exit status 0 when the record is intact and "
-            "signed, 1 when it was changed, is unsigned or was signed by another key, 2 "
-            "when FILE cannot be read."
+            "must be byte for byte as ssdbench wrote it, its Ed25519 signature must match "
+            "its content, and the key that signed it must be one you trust: --key (the "
+            "lab's public key), or a trusted-keys file (--trusted, else "
+            "~/.config/ssdbench/trusted-keys or /etc/ssdbench/trusted-keys: one key "
+            "fingerprint SHA256:... or PEM key file per line). A record signed by a key "
+            "you did not name proves only that it was not changed after whoever made that "
+            "key signed it. Prints what the record says (result, drive, serial, times) and "
+            "the signer. Exit status 0 when the record is intact and signed by a trusted "
+            "key; 1 when it was changed, is unsigned, was signed by another key or no "
+            "trusted key was given; 2 when FILE or a key cannot be read."
         ),
     )
     parser.add_argument("file", metavar="FILE", type=Path, help="erase-record.json")
     parser.add_argument("--key", metavar="PEM", type=Path,
                         help="the lab's public (or private) key: the record must be signed "
                              "by it")
+    parser.add_argument("--trusted", metavar="FILE", type=Path,
+                        help="a trusted-keys file: the record must be signed by one of them")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ssdbench.record.sign import SigningError, public_key_fingerprint, verify_record_bytes
+    from ssdbench.record.sign import (
+        SigningError,
+        public_key_fingerprint,
+        trusted_fingerprints,
+        verify_record_bytes,
+    )
 
     try:
         data = Path(args.file).read_bytes()
     except OSError as exc:
         print(f"ssdbench verify-record: {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
-    expected = None
-    if args.key is not None:
-        try:
-            expected = public_key_fingerprint(args.key)
-        except (OSError, ValueError, SigningError) as exc:
-            print(f"ssdbench verify-record: --key {args.key}: {exc}", file=sys.stderr)
-            return int(ExitCode.USAGE)
-    verdict = verify_record_bytes(data, expected_fingerprint=expected)
+    anchors: set[str] = set()
+    anchor = ""
+    try:
+        if args.key is not None:
+            anchors.add(public_key_fingerprint(args.key))
+            anchor = f"--key {args.key}"
+        trusted = args.trusted if args.trusted is not None else next(
+            (p.expanduser() for p in TRUSTED_KEYS if p.expanduser().is_file()), None)
+        if trusted is not None and (args.key is None or args.trusted is not None):
+            anchors |= trusted_fingerprints(trusted)
+            anchor = anchor + (" and " if anchor else "") + f"the trusted keys in {trusted}"
+    except (OSError, ValueError, SigningError) as exc:
+        print(f"ssdbench verify-record: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    verdict = verify_record_bytes(data)
+    if verdict.summary:
+        print(f"{args.file}: says: {verdict.summary}")
     if not verdict.ok:
         print(f"ssdbench verify-record: {args.file}: FAILED: {verdict.message}",
               file=sys.stderr)
         return int(ExitCode.FAILURE)
-    print(f"{args.file}: OK: {verdict.message}")
+    if not anchors:
+        print(f"ssdbench verify-record: {args.file}: signature intact (key "
+              f"{verdict.fingerprint}) but the signer is NOT trusted: no --key, --trusted "
+              "or trusted-keys file names a key (anyone can make a key and sign a record)",
+              file=sys.stderr)
+        return int(ExitCode.FAILURE)
+    if verdict.fingerprint not in anchors:
+        print(f"ssdbench verify-record: {args.file}: FAILED: signed by key "
+              f"{verdict.fingerprint}, not by {anchor}", file=sys.stderr)
+        return int(ExitCode.FAILURE)
+    print(f"{args.file}: OK: {verdict.message}, a key of {anchor}")
     return int(ExitCode.OK)

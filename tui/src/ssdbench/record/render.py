@@ -4,12 +4,14 @@ that HTML with WeasyPrint) and as rows of the session's CSV."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from collections.abc import Iterable, Mapping
 from html import escape
 from pathlib import Path
 from typing import Any
 
+from ssdbench.record.sign import dump_record
 from ssdbench.units import decimal_size
 from ssdbench.untrusted import csv_row as neutral
 
@@ -199,13 +201,21 @@ def certificate_html(record: Mapping[str, Any]) -> str:
         parts.append(f"<p class=\"unsigned\">UNSIGNED RECORD — {escape(str(sig.get('reason')))}."
                      " Nothing shows that this record was not changed.</p>")
     else:
+        # the record file's own digest ties this printout to its signed JSON: a
+        # certificate printed from another record names another digest
+        digest = hashlib.sha256(dump_record(dict(record))).hexdigest()
         parts.append(_rows([("Signature", f"{sig['algorithm']} over the record "
                                           "(erase-record.json)"),
-                            ("Lab key fingerprint", sig["fingerprint"])],
-                           mono=("Lab key fingerprint",)))
-        parts.append("<p>Check it: <span class=\"mono\">ssdbench verify-record "
-                     "erase-record.json</span>, and compare the fingerprint with the lab's "
-                     "published one.</p>")
+                            ("Lab key fingerprint", sig["fingerprint"]),
+                            ("Record file SHA-256", digest)],
+                           mono=("Lab key fingerprint", "Record file SHA-256")))
+        parts.append("<p>Check it with the lab's public key, obtained from the lab, not from "
+                     "this page: <span class=\"mono\">ssdbench verify-record --key "
+                     "lab-key.pub.pem erase-record.json</span> (or <span class=\"mono\">"
+                     "--trusted</span> with the lab's published fingerprints), and <span "
+                     "class=\"mono\">sha256sum erase-record.json</span> against the digest "
+                     "above. A record signed by any other key proves nothing about who "
+                     "made it.</p>")
     parts += [
         "<div class=\"sign\"><div>Sanitized by (name, title, signature, date)</div>"
         "<div>Verified by (name, title, signature, date)</div></div></div>",

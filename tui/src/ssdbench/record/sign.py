@@ -85,9 +85,29 @@ def unsigned(record: dict[str, Any], reason: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Verdict:
-    ok: bool
+    ok: bool  # intact and signed (who signed it: ``fingerprint``, trusted or not)
     message: str
     fingerprint: str | None = None
+    summary: str = ""  # what the record says: result, drive, times
+
+
+SIGNATURE_KEYS = {"algorithm", "public_key", "fingerprint", "value"}
+
+
+def record_summary(record: dict[str, Any]) -> str:
+    """One line of what a record says, for the auditor who checks it (every field as
+    untrusted text: the record may be forged)."""
+    from ssdbench.untrusted import shown
+
+    def get(*path: str) -> str:
+        value: Any = record
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return shown(value if value not in (None, "") else "?", 80)
+
+    return (f"result {get('result', 'status')} ({get('result', 'reason')}); drive "
+            f"{get('drive', 'model')}, serial {get('drive', 'serial')}; "
+            f"{get('sanitization', 'technique')}; {get('started')} .. {get('finished')}")
 
 
 def verify_record_bytes(data: bytes, *, expected_fingerprint: str | None = None) -> Verdict:
@@ -105,6 +125,12 @@ def verify_record_bytes(data: bytes, *, expected_fingerprint: str | None = None)
     if sig.get("unsigned"):
         return Verdict(False, f"the record is UNSIGNED ({sig.get('reason', 'no reason')}): "
                               "nothing shows it was not changed")
+    extra = set(sig) - SIGNATURE_KEYS
+    if extra or sig.get("algorithm") != ALGORITHM:
+        return Verdict(False, "the signature member is not what ssdbench writes ("
+                              + (f"extra keys {sorted(extra)}" if extra else
+                                 f"algorithm {sig.get('algorithm')!r}, not {ALGORITHM}")
+                              + ")")
     if dump_record(record) != data:
         return Verdict(False, "the file is not byte for byte as ssdbench wrote it: it was "
                               "edited (spacing, order or content)")
@@ -125,10 +151,11 @@ def verify_record_bytes(data: bytes, *, expected_fingerprint: str | None = None)
     except InvalidSignature:
         return Verdict(False, "the signature does not match the content: the record was "
                               "changed after it was signed", fp)
+    summary = record_summary(record)
     if expected_fingerprint is not None and expected_fingerprint.strip() != fp:
         return Verdict(False, f"signed by key {fp}, not by the expected "
-                              f"{expected_fingerprint.strip()}", fp)
-    return Verdict(True, f"signature valid ({ALGORITHM}, key {fp})", fp)
+                              f"{expected_fingerprint.strip()}", fp, summary)
+    return Verdict(True, f"signature valid ({ALGORITHM}, key {fp})", fp, summary)
 
 
 def public_key_fingerprint(path: Path) -> str:
@@ -141,3 +168,24 @@ def public_key_fingerprint(path: Path) -> str:
     except ValueError:
         pub = load_private_key(path).public_key()
     return fingerprint(_raw_public(pub))
+
+
+def trusted_fingerprints(path: Path) -> set[str]:
+    """The fingerprints of a trusted-keys file: one per line, as ``verify-record`` and the
+    certificate print them (``SHA256:xxxx:...``), or a PEM public key's file path; blank
+    lines and ``#`` comments skipped. A line that is neither is a SigningError."""
+    out: set[str] = set()
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        if text.startswith("SHA256:") and len(text.replace(":", "")) == 6 + 64:
+            out.add(text)
+            continue
+        key = (Path(path).parent / text)
+        try:
+            out.add(public_key_fingerprint(key))
+        except (OSError, ValueError, SigningError) as exc:
+            raise SigningError(f"{path} line {n}: neither a key fingerprint (SHA256:...) "
+                               f"nor a readable PEM key file ({exc})") from None
+    return out
