@@ -145,7 +145,7 @@ def jobs(args: list[str]) -> list[Job]:
     if quick:
         out.append(Job(QUICK_JOB, [*pytest, *quick],
                        sum(est(q) for q in quick)))
-    fast = ["tests/unit", "tests/ui", "tests/simdrive", "tests/buildroot"]
+    fast = ["tests/unit", "tests/ui", "tests/simdrive", "tests/buildroot", "tests/fuzz"]
     out.append(Job("unit, ui, simdrive, buildroot", [*pytest, *fast],
                    est("unit, ui, simdrive, buildroot")))
     out.append(Job("image-pins", [str(REPO / "scripts" / "test-image-python.sh"), *args],

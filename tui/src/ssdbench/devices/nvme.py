@@ -28,6 +28,7 @@ Layouts handled (nvme-cli 1.x .. 2.15):
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ def to_int(value: object, what: str = "value") -> int:
     if isinstance(value, int):
         return value
     if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ParseError(f"{what}: expected an integer, got {value!r}")
         return int(value)
     if isinstance(value, str):
         s = value.strip().replace(",", "")
@@ -74,6 +77,8 @@ def load_json_object(text: str, tool: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ParseError(f"{tool}: output is not JSON ({exc})") from exc
+    except (RecursionError, ValueError) as exc:  # nested too deeply; an integer too long
+        raise ParseError(f"{tool}: output is not usable JSON ({type(exc).__name__})") from None
     if not isinstance(data, dict):
         raise ParseError(f"{tool}: expected a JSON object, got {type(data).__name__}")
     return data
@@ -178,10 +183,13 @@ def parse_id_ns_json(text: str, *, nsid: int, name: str) -> NvmeNamespace:
     for i, f in enumerate(lbafs):
         if not isinstance(f, dict):
             raise ParseError("nvme id-ns: an 'lbafs' entry is not an object")
+        ds = to_int(f.get("ds", 0), "lbafs.ds")
+        if not 0 <= ds <= 63:  # log2 of the block size
+            raise ParseError(f"nvme id-ns: lbafs.ds {ds} is not a block size's log2")
         formats.append(
             NvmeLbaFormat(
                 index=i,
-                data_size=1 << to_int(f.get("ds", 0), "lbafs.ds"),
+                data_size=1 << ds,
                 metadata_size=to_int(f.get("ms", 0), "lbafs.ms"),
                 relative_performance=to_int(f.get("rp", 0), "lbafs.rp"),
             )
@@ -364,19 +372,23 @@ def parse_sanitize_log_text(text: str) -> SanitizeLog:
         values[re.sub(r"\s+", " ", key.strip())] = value.strip()
 
     def get(prefix: str) -> str:
+        """The first word of the line (a number, then nvme-cli's gloss)."""
         for key, value in values.items():
             if key.startswith(prefix):
-                return value
+                words = value.split()
+                if not words:
+                    raise ParseError(f"nvme sanitize-log: the '{prefix}' line has no value")
+                return words[0]
         raise ParseError(f"nvme sanitize-log: no '{prefix}' line")
 
     def est(prefix: str) -> int | None:
-        n = to_int(get(prefix).split()[0], prefix)
+        n = to_int(get(prefix), prefix)
         return None if n == 0xFFFFFFFF else n
 
     return SanitizeLog(
-        sprog=to_int(get("Sanitize Progress").split()[0], "SPROG"),
-        sstat=to_int(get("Sanitize Status").split()[0], "SSTAT"),
-        scdw10=to_int(get("Sanitize Command Dword 10").split()[0], "SCDW10"),
+        sprog=to_int(get("Sanitize Progress"), "SPROG"),
+        sstat=to_int(get("Sanitize Status"), "SSTAT"),
+        scdw10=to_int(get("Sanitize Command Dword 10"), "SCDW10"),
         est_overwrite_s=est("Estimated Time For Overwrite"),
         est_block_erase_s=est("Estimated Time For Block Erase"),
         est_crypto_erase_s=est("Estimated Time For Crypto Erase"),

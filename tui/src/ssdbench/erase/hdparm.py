@@ -85,7 +85,8 @@ def parse_sanitize_status(stdout: str, stderr: str = "") -> AtaSanitizeStatus:
     m = _STATE.search(text)
     failed = "SD3" in text or "error reason" in text.lower()
     if m is None and not failed:
-        raise ValueError(f"hdparm --sanitize-status: no 'State:' line in {stdout.strip()!r}")
+        raise ParseError(f"hdparm --sanitize-status: no 'State:' line in "
+                         f"{stdout.strip()[:200]!r}")
     state = m.group(1) if m else "SD3"
     p = _PROGRESS.search(text)
     fraction = None
