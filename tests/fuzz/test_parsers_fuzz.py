@@ -21,13 +21,14 @@ from ssdbench.devices import counters, hdparm, lsblk, nvme, safety, sed, smart
 from ssdbench.devices.model import ParseError
 from ssdbench.erase import hdparm as erase_hdparm
 from ssdbench.erase import hidden
+from ssdbench.fio import status
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROUNDS = 1000  # mutations per capture (2000 found nothing more, 46 s)
 
 Parser = Callable[[str], Any]
 # what a parser may raise: the parse errors (and the erase room's "no IDENTIFY" answer)
-EXPECTED = (ParseError, erase_hdparm.IdentifyUnavailable)
+EXPECTED = (ParseError, erase_hdparm.IdentifyUnavailable, status.FioOutputError)
 
 
 def _files(*globs: str) -> list[Path]:
@@ -35,6 +36,12 @@ def _files(*globs: str) -> list[Path]:
     assert found, globs
     return found
 
+
+def _fio_stream(text: str) -> list[status.FioReport]:
+    """fio's status stream as the engine reads it: split into objects, each parsed."""
+    split = status.JsonStreamSplitter()
+    objects = split.feed(text) + split.finish()
+    return [status.parse_report(obj) for obj in objects]
 
 PARSERS: dict[str, tuple[Parser, list[Path]]] = {
     "hdparm -I (devices)": (hdparm.parse_hdparm_identify, _files(
@@ -65,7 +72,10 @@ PARSERS: dict[str, tuple[Parser, list[Path]]] = {
     "sedutil-cli --scan": (sed.parse_sedutil_scan, _files("sed/sedutil-scan_*")),
     "/proc/self/mountinfo": (safety.parse_mountinfo, _files(
         "bundles/*/fs/proc/self/mountinfo")),
+    "fio --output-format=json stream": (_fio_stream, _files(
+        "fio/*/stdout.txt")),
 }
+
 
 _NUMBER = re.compile(rb"\d+")
 

@@ -10,6 +10,7 @@ splits that stream incrementally; :func:`parse_report` turns one object into a
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -92,15 +93,38 @@ class DirStats:
     iops: float
 
     @classmethod
-    def parse(cls, obj: Mapping[str, Any] | None) -> DirStats:
+    def parse(cls, obj: object) -> DirStats:
         obj = obj or {}
+        if not isinstance(obj, Mapping):
+            raise FioOutputError(f"fio JSON: a direction is a {type(obj).__name__}, not an "
+                                 "object")
         return cls(
-            io_bytes=int(obj.get("io_bytes", 0)),
-            total_ios=int(obj.get("total_ios", 0)),
-            runtime_ms=int(obj.get("runtime", 0)),
-            bw_kib_s=float(obj.get("bw", 0.0)),
-            iops=float(obj.get("iops", 0.0)),
+            io_bytes=_int(obj.get("io_bytes", 0), "io_bytes"),
+            total_ios=_int(obj.get("total_ios", 0), "total_ios"),
+            runtime_ms=_int(obj.get("runtime", 0), "runtime"),
+            bw_kib_s=_float(obj.get("bw", 0.0), "bw"),
+            iops=_float(obj.get("iops", 0.0), "iops"),
         )
+
+
+def _float(value: object, what: str) -> float:
+    """A finite number from fio's JSON (a number, or a number as text), else FioOutputError
+    naming the key: fio's output is untrusted like any tool's."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise FioOutputError(f"fio JSON: {what} is {value!r}, not a number")
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        raise FioOutputError(f"fio JSON: {what} is {value!r}, not a number") from None
+    if not math.isfinite(number):
+        raise FioOutputError(f"fio JSON: {what} is {value!r}, not a finite number")
+    return number
+
+
+def _int(value: object, what: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(_float(value, what))
 
 
 @dataclass(frozen=True)
@@ -156,7 +180,7 @@ def _planned_runtime(options: object) -> int | None:
     number = text[:-1] if scale else text
     try:
         return int(float(number) * (scale or 1))
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, or infinite
         return None
 
 
@@ -177,9 +201,9 @@ def parse_report(obj: Mapping[str, Any]) -> FioReport:
         jobs.append(
             FioJob(
                 name=str(raw.get("jobname", "")),
-                error=int(raw.get("error", 0) or 0),
-                elapsed_s=int(raw.get("elapsed", 0) or 0),
-                job_runtime_ms=int(raw.get("job_runtime", 0) or 0),
+                error=_int(raw.get("error", 0) or 0, "error"),
+                elapsed_s=_int(raw.get("elapsed", 0) or 0, "elapsed"),
+                job_runtime_ms=_int(raw.get("job_runtime", 0) or 0, "job_runtime"),
                 read=DirStats.parse(raw.get("read")),
                 write=DirStats.parse(raw.get("write")),
                 trim=DirStats.parse(raw.get("trim")),
@@ -189,6 +213,6 @@ def parse_report(obj: Mapping[str, Any]) -> FioReport:
         )
     return FioReport(
         version=str(obj.get("fio version", "")),
-        timestamp_ms=int(obj.get("timestamp_ms", 0) or 0),
+        timestamp_ms=_int(obj.get("timestamp_ms", 0) or 0, "timestamp_ms"),
         jobs=tuple(jobs),
     )
