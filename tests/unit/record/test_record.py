@@ -242,3 +242,20 @@ def test_the_signature_member_is_checked_strictly(tmp_path: Path,
     changed = {**sealed, "signature": {**sealed["signature"], **change}}
     verdict = verify_record_bytes(dump_record(changed))
     assert not verdict.ok and "signature member is not what ssdbench writes" in verdict.message
+
+
+@pytest.mark.parametrize("data", [
+    # a lone surrogate, the signature member well formed: it reaches the file-form check
+    b'{"format": "ssdbench-erase-record", "x": "\\ud800", "signature": {"algorithm": '
+    b'"Ed25519", "fingerprint": "x", "public_key": "x", "value": "x"}}',
+    b'{"format": "ssdbench-erase-record", "n": ' + b"9" * 5000 + b"}",
+    b"[" * 100_000 + b"]" * 100_000,
+], ids=["lone-surrogate", "5000-digits", "deep"])
+def test_a_hostile_record_file_is_refused_not_a_traceback(
+        tmp_path: Path, data: bytes, capsys: pytest.CaptureFixture[str]) -> None:
+    """#28 item 10: each of these was a traceback out of verify-record."""
+    path = tmp_path / "erase-record.json"
+    path.write_bytes(data)
+    assert not verify_record_bytes(data).ok
+    assert main(["verify-record", str(path), "--key", str(make_key(tmp_path))]) == 1
+    assert "FAILED" in capsys.readouterr().err

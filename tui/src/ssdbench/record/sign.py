@@ -114,8 +114,10 @@ def verify_record_bytes(data: bytes, *, expected_fingerprint: str | None = None)
     """Check a record file's bytes: its form, its signature, and (when given) the signer."""
     try:
         record = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, a 5000-digit number
         return Verdict(False, f"not a readable record: {exc}")
+    except RecursionError:
+        return Verdict(False, "not a readable record: nested too deeply")
     if not isinstance(record, dict) or record.get("format") != "ssdbench-erase-record":
         return Verdict(False, "not an ssdbench erase record (no format "
                               "'ssdbench-erase-record')")
@@ -131,7 +133,11 @@ def verify_record_bytes(data: bytes, *, expected_fingerprint: str | None = None)
                               + (f"extra keys {sorted(extra)}" if extra else
                                  f"algorithm {sig.get('algorithm')!r}, not {ALGORITHM}")
                               + ")")
-    if dump_record(record) != data:
+    try:
+        written = dump_record(record)
+    except (UnicodeEncodeError, ValueError, RecursionError) as exc:  # a lone surrogate
+        return Verdict(False, f"not a record ssdbench could have written ({type(exc).__name__})")
+    if written != data:
         return Verdict(False, "the file is not byte for byte as ssdbench wrote it: it was "
                               "edited (spacing, order or content)")
     from cryptography.exceptions import InvalidSignature
