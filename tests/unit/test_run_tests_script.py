@@ -90,6 +90,15 @@ def test_a_light_job_runs_on_its_own_lane_the_others_niced_and_cpu_counted(
     assert spin.cpu_s > 0.01 and light.cpu_s < spin.cpu_s
 
 
+def test_a_job_after_another_waits_for_its_end_whatever_its_outcome(rt: ModuleType) -> None:
+    first = job(rt, "per-second", 0.4, rc=1)
+    light = job(rt, "light", 0.1, light=True, after=("per-second",))
+    unit = job(rt, "unit", 0.1)
+    run(rt, [light, first, unit])
+    assert (first.rc, light.rc, unit.rc) == (1, 0, 0)  # it ran although the other failed
+    assert light.start >= first.end and light.lane == 2
+
+
 def test_a_failed_need_fails_its_dependants_and_the_rest_goes_on(rt: ModuleType) -> None:
     image = job(rt, "dev-image", 0.1, rc=3)
     e2e = job(rt, "e2e", 0.1, needs=("dev-image",), qemu=True)
