@@ -8,9 +8,10 @@ per-second answers need the host's CPU for the drive's processes (beside the ent
 the 3000-IOPS drives moved a few of its writes across an edge: docs/simdrive.md), and
 `make test` runs this beside the QEMU tier anyway; the long enterprise run (SNIA steady
 state needs five whole minutes) comes first. `make test` runs the per-second ones
-(enterprise, hostprio) first, as a job on a core lane beside one other job, then the cliff,
-throttle and TRIM answers on its light lane (scripts/run-tests.py LIGHT), beside two guests:
-beside two guests, or beside the 3000-IOPS drives, the per-second ones went over their 2%.
+(enterprise, hostprio) first, as a job with no guest beside it, then the cliff, throttle and
+TRIM answers on its light lane (scripts/run-tests.py LIGHT), beside two guests: beside
+guests, or beside the 3000-IOPS drives, the rig's server answered late and the per-second
+ones went over their 2%.
 Extra OP needs a partition, which loop devices here do not get: the OP ratio is checked in
 the QEMU run on simulated drives (tests/e2e/test_kiosk_quick.py)."""
 

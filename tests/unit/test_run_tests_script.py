@@ -90,6 +90,19 @@ def test_a_light_job_runs_on_its_own_lane_the_others_niced_and_cpu_counted(
     assert spin.cpu_s > 0.01 and light.cpu_s < spin.cpu_s
 
 
+def test_two_jobs_that_want_no_guest_beside_them_never_overlap_a_guest(rt: ModuleType) -> None:
+    image = job(rt, "dev-image", 0.1)
+    known = job(rt, "per-second", 0.5, alone=True)  # a host job that wants no guest
+    quick = job(rt, "kiosk_quick", 0.3, needs=("dev-image",), qemu=True, alone=True)
+    boot = job(rt, "boot", 0.2, needs=("dev-image",), qemu=True)
+    unit = job(rt, "unit", 0.6)
+    run(rt, [image, known, quick, boot, unit])
+    assert all(j.rc == 0 for j in (image, known, quick, boot, unit))
+    for guest in (quick, boot):
+        assert not overlap(guest, known), (guest.name, guest.start, known.end)
+    assert not overlap(quick, boot)
+
+
 def test_a_job_after_another_waits_for_its_end_whatever_its_outcome(rt: ModuleType) -> None:
     first = job(rt, "per-second", 0.4, rc=1)
     light = job(rt, "light", 0.1, light=True, after=("per-second",))
@@ -131,4 +144,7 @@ def test_the_jobs_cover_every_test_file(rt: ModuleType) -> None:
         top = rel.split("/")[1]
         assert rel in argv or f"tests/{top}" in argv.split(), rel
     assert any(j.name == "image-pins" for j in jobs)
-    assert [j.name for j in jobs if j.alone] == ["tests/e2e/test_kiosk_quick.py"]
+    assert [j.name for j in jobs if j.alone] == [
+        "tests/e2e/test_kiosk_quick.py",
+        "tests/integration/test_simdrive_known_answers.py -k not (consumer_cliff or portable "
+        "or trim_verdict)"]
