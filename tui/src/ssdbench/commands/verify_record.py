@@ -60,9 +60,11 @@ def run(args: argparse.Namespace) -> int:
         if args.key is not None:
             anchors.add(public_key_fingerprint(args.key))
             anchor = f"--key {args.key}"
-        trusted = args.trusted if args.trusted is not None else next(
-            (p.expanduser() for p in TRUSTED_KEYS if p.expanduser().is_file()), None)
-        if trusted is not None and (args.key is None or args.trusted is not None):
+        trusted = args.trusted
+        if trusted is None and args.key is None:  # the default place, when none is named
+            trusted = next((p.expanduser() for p in TRUSTED_KEYS if p.expanduser().is_file()),
+                           None)
+        if trusted is not None:
             anchors |= trusted_fingerprints(trusted)
             anchor = anchor + (" and " if anchor else "") + f"the trusted keys in {trusted}"
     except (OSError, ValueError, SigningError) as exc:

@@ -4,14 +4,12 @@ that HTML with WeasyPrint) and as rows of the session's CSV."""
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 from collections.abc import Iterable, Mapping
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from ssdbench.record.sign import dump_record
 from ssdbench.units import decimal_size
 from ssdbench.untrusted import csv_row as neutral
 
@@ -127,7 +125,9 @@ def _before_erase(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return rows
 
 
-def certificate_html(record: Mapping[str, Any]) -> str:
+def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
+    """The printable certificate; ``record_sha256``: the digest of erase-record.json's bytes
+    as written, which the certificate prints so a printout ties to its record."""
     drive = record["drive"]
     san = record["sanitization"]
     ver = record["verification"]
@@ -201,13 +201,10 @@ def certificate_html(record: Mapping[str, Any]) -> str:
         parts.append(f"<p class=\"unsigned\">UNSIGNED RECORD — {escape(str(sig.get('reason')))}."
                      " Nothing shows that this record was not changed.</p>")
     else:
-        # the record file's own digest ties this printout to its signed JSON: a
-        # certificate printed from another record names another digest
-        digest = hashlib.sha256(dump_record(dict(record))).hexdigest()
         parts.append(_rows([("Signature", f"{sig['algorithm']} over the record "
                                           "(erase-record.json)"),
                             ("Lab key fingerprint", sig["fingerprint"]),
-                            ("Record file SHA-256", digest)],
+                            ("Record file SHA-256", record_sha256)],
                            mono=("Lab key fingerprint", "Record file SHA-256")))
         parts.append("<p>Check it with the lab's public key, obtained from the lab, not from "
                      "this page: <span class=\"mono\">ssdbench verify-record --key "

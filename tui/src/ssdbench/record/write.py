@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -46,8 +47,9 @@ def write_record_files(run_dir: Path, record: Mapping[str, Any], *,
                        pdf: bool = True) -> dict[str, Any]:
     """The record's three files in ``run_dir`` (``pdf`` False: no PDF, plan parameter
     record_pdf); returns their names (pdf None + why when no PDF was made)."""
-    atomic.write_bytes(run_dir / RECORD_JSON, dump_record(dict(record)))
-    html = certificate_html(record)
+    data = dump_record(dict(record))
+    atomic.write_bytes(run_dir / RECORD_JSON, data)
+    html = certificate_html(record, record_sha256=hashlib.sha256(data).hexdigest())
     atomic.write_text(run_dir / CERT_HTML, html)
     problem = (write_pdf(html, run_dir / CERT_PDF) if pdf
                else "no PDF: plan parameter record_pdf is false")
