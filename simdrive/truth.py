@@ -102,6 +102,12 @@ class Truth:
         the server sent the replies (served drives only: what the host could see)."""
         return self._cum(t1, replied) - self._cum(t0, replied)
 
+    def reply_lag(self, t: float) -> float:
+        """Writes the model had completed by epoch `t` that the server had not yet answered
+        (served drives; 10-ms resolution, so a few hundredths either way is the slot's
+        interpolation): how late a loaded host ran the server at that moment."""
+        return self._cum(t, False) - self._cum(t, True)
+
     def resample(self, start: float, n: int, replied: bool = False) -> list[float]:
         """Host writes per second in the n one-second windows from epoch `start` (a fio
         log's seconds, say, whatever their phase against the epoch)."""

@@ -134,7 +134,8 @@ def wide_edges(run_dir: Path, n: int, stage: str = "torture") -> set[int]:
 def seconds_off(truth: Truth, start: float, series: Sequence[float], rel: float = 0.02,
                 floor: float = 2.0, replied: bool = False,
                 wide: set[int] | frozenset[int] = frozenset(),
-                edge_s: float = EPOCH_RESOLUTION_S) -> list[tuple[int, float, float]]:
+                edge_s: float = EPOCH_RESOLUTION_S, rig_lag: bool = False
+                ) -> list[tuple[int, float, float]]:
     """The seconds of ``series`` (iops.csv from ``start``) that differ from the model's by
     more than ``rel`` of the model's (at least ``floor`` I/Os), plus what the model completed
     within fio's epoch resolution (±1 ms) of the second's two edges: where a second starts
@@ -144,7 +145,10 @@ def seconds_off(truth: Truth, start: float, series: Sequence[float], rel: float 
     ``wide``: edges ssdbench itself flagged as not caught (:func:`wide_edges`); the seconds
     either side of one are held to the same rule together, as one stretch. ``edge_s``: how
     far from an edge the writes may fall on either side (fio's epoch resolution; for a
-    block-layer series the sampler's widest bracket, :func:`edge_s`).
+    block-layer series the sampler's widest bracket, :func:`edge_s`). ``rig_lag``: against
+    the model's completions, plus the writes the server had not yet answered at each edge
+    (:meth:`Truth.reply_lag`, measured by the rig): the host cannot count a write before it
+    is answered, so a late server moves them across the edge for any tool.
     (second, or the stretch's first second; iops.csv; model) for each."""
     out = []
     i = 0
@@ -156,6 +160,8 @@ def seconds_off(truth: Truth, start: float, series: Sequence[float], rel: float 
         a, b = start + i, start + j
         want = truth.writes_between(a, b, replied)
         edge = sum(truth.writes_between(e - edge_s, e + edge_s, replied) for e in (a, b))
+        if rig_lag and not replied:
+            edge += sum(abs(truth.reply_lag(e)) for e in (a, b))
         if not abs(got - want) <= max(rel * want, floor) + edge:
             out.append((i, got, round(want, 1)))
         i = j

@@ -55,6 +55,11 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 # SNIA's steady state needs five whole minutes, +1: the search starts after a cliff in the
 # first minute (every second is there: iops.csv comes from the block layer's trace)
 ENTERPRISE_TORTURE_S = 360
+# how late the rig's server may answer writes the model completed, in seconds of the
+# drive's rate (the host's scheduling, not ssdbench's): in CI on a loaded 2-core host
+# (2026-11-26/27) 4 writes at 256 IOPS (16 ms) at one edge, 6 in another run, moved across
+# the edge in the host's view; on an idle host at most 3 writes
+RIG_LATE_S = 0.030
 
 
 def _summary(results: Path) -> dict[str, str]:
@@ -188,22 +193,24 @@ def test_enterprise_totals_windows_steady_state_and_cliff(
 
 def test_enterprise_iops_csv_seconds_within_2_percent(
         enterprise_done: tuple[Background, Path, list[float], list[float]]) -> None:
-    """Every second of iops.csv within 2% of the model's completions and of the writes the
-    server answered in it (the host's view), plus fio's 1-ms epoch at the edges; the server
-    answers on time (within 1% or 3 writes a second of the model's completions).
+    """Every second of iops.csv within 2% of the writes the server answered in it (the
+    host's view), and of the model's completions plus the writes the server had not yet
+    answered at its edges, plus fio's 1-ms epoch at the edges; the server answers on time
+    (at every edge at most RIG_LATE_S of writes, or 3, done but not yet answered).
     Measured (docs/simdrive.md "Known answers"): 360 of 360 within 1% since nbdfuse runs one
     connection per worker thread (simdrive/cli.py NBDFUSE_CONNECTIONS); before, nbdfuse held
     up to 6 answered writes through GC stalls and 1-2 seconds of 360 were 2.2-2.7% off."""
     enterprise, run_dir, series, want = enterprise_done
     truth = enterprise.drive.truth()
     start = recorded_epoch(run_dir)
-    replied = truth.resample(start, len(series), replied=True)
-    late = [(i, a, b) for i, (a, b) in enumerate(zip(want, replied, strict=True))
-            if abs(a - b) > max(3.0, 0.01 * a)]
+    late = [(i, round(lag, 1), round(want[min(i, len(want) - 1)], 1))
+            for i in range(len(series) + 1)
+            if abs(lag := truth.reply_lag(start + i))
+            > max(3.0, RIG_LATE_S * want[min(i, len(want) - 1)])]
     assert late == [], late[:20]
     # an edge ssdbench's sampler did not catch (and says so) joins the seconds beside it
     wide = wide_edges(run_dir, len(series))
-    assert seconds_off(truth, start, series, wide=wide) == [], sorted(wide)
+    assert seconds_off(truth, start, series, wide=wide, rig_lag=True) == [], sorted(wide)
     assert seconds_off(truth, start, series, replied=True, wide=wide) == [], sorted(wide)
 
 

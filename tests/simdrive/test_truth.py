@@ -54,6 +54,9 @@ def test_replies_are_counted_apart_from_the_models_completions() -> None:
     assert log.writes_between(1001, 1002, replied=True) == 5
     assert [s.t for s in log.seconds] == [1000, 1001]
     assert log.seconds[1].host_writes == 0 and sum(log.seconds[1].r10ms) == 5
+    # at the edge all five were done and none answered; 20 ms on, all answered
+    assert log.reply_lag(1001.0) == pytest.approx(5)
+    assert log.reply_lag(1001.02) == pytest.approx(0)
 
 
 def test_align_finds_the_phase_of_a_per_second_series() -> None:
