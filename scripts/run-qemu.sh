@@ -40,6 +40,9 @@
 #                          it) with Debian's iPXE ROM; kernel arguments are in DIR/boot.ipxe.
 #                          The guest reaches the host's 127.0.0.1 as 10.0.2.2
 #     --net-hostname NAME  the host name QEMU's DHCP gives the guest (with --netboot)
+#     --net                a stick boot with a NIC on QEMU's user-mode network (e1000, id
+#                          nic0; DHCP; the host's 127.0.0.1 is 10.0.2.2): a bench that
+#                          fetches its lab key or sends its results to a store
 #     --direct             start the stick's own kernel and initramfs with QEMU's -kernel and
 #                          -initrd and the command line GRUB would give the stick's entry
 #                          (grubenv: --entry, --append); no firmware, no GRUB: about 20 s
@@ -54,7 +57,7 @@ image=$repo/build/dev-image/ssdbench-dev.img
 work=$repo/build/qemu
 uefi=0 entry= append= cmd= kiosk_config= results= timeout= batch= memory=2048 smp=2
 accel=${SSDBENCH_QEMU_ACCEL:-auto} keep_stick=0 verbose=0
-netboot='' net_hostname=''
+netboot='' net_hostname='' user_net=0
 nvme_specs=() sata_specs=() puts=() prepare_only=0 nvme_hotplug=0 direct=0 hotplug_ports=0
 
 die() { echo "run-qemu: error: $*" >&2; exit 2; }
@@ -86,6 +89,7 @@ while (($#)); do
     --direct) direct=1 ;;
     --netboot) netboot=$2; shift ;;
     --net-hostname) net_hostname=$2; shift ;;
+    --net) user_net=1 ;;
     --hotplug-ports) hotplug_ports=$2; shift ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
@@ -115,6 +119,10 @@ if [[ -n $netboot ]]; then
     netdev="user,id=net0,tftp=$netboot,bootfile=boot.ipxe${net_hostname:+,hostname=$net_hostname}"
     net=(-netdev "$netdev" -device "e1000,id=nic0,netdev=net0" -boot n)
 else
+    if [[ $user_net -eq 1 ]]; then
+        net=(-netdev "user,id=net0${net_hostname:+,hostname=$net_hostname}"
+            -device "e1000,id=nic0,netdev=net0")
+    fi
     stick=$work/stick.img
     if [[ $keep_stick -eq 0 || ! -f $stick ]]; then
         cp --sparse=always "$image" "$stick"

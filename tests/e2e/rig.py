@@ -243,6 +243,7 @@ def boot(
     nvme_hotplug: bool = False,
     hotplug_ports: int = 0,
     direct: bool = False,
+    net: bool = False,
 ) -> Boot:
     """Boot ``image`` as a USB stick with the given drives plus a patterned bystander SATA
     drive (not selected by anything), wait for power-off, and collect the evidence.
@@ -251,7 +252,8 @@ def boot(
     drive mid-run); ``nvme_hotplug``: NVMe drives behind PCIe root ports, so they can be
     unplugged; ``hotplug_ports``: that many empty PCIe root ports (hotplug0, ...) for drives
     added later with QMP (:func:`nvme_hot_add`); ``direct``: the stick's kernel started by QEMU (run-qemu.sh --direct: no
-    firmware, no GRUB; for tests about what follows the boot)."""
+    firmware, no GRUB; for tests about what follows the boot); ``net``: a NIC on QEMU's
+    user network (the host's 127.0.0.1 is 10.0.2.2 to the guest)."""
     workdir.mkdir(parents=True, exist_ok=True)
     bystander = workdir / "bystander.img"
     bystander_sha = write_pattern(bystander, BYSTANDER_BYTES)
@@ -279,6 +281,8 @@ def boot(
         argv += ["--hotplug-ports", str(hotplug_ports)]
     if direct:
         argv.append("--direct")
+    if net:
+        argv.append("--net")
     for spec in nvme:
         argv += ["--nvme", spec]
     for spec in sata:

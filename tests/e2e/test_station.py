@@ -6,15 +6,23 @@ into empty PCIe root ports, run-qemu.sh --hotplug-ports). The first is discovere
 plugged in before it, its I/O throttled to a few operations a second so that its erase
 lasts, and pulled with `device_del` when the first one's erase starts: both are erasing
 then; the pulled one's record says FAIL with the reason, the other goes on to PASS. Nothing is plugged in
-for `idle_minutes`, so the session ends by itself and powers off."""
+for `idle_minutes`, so the session ends by itself and powers off.
+
+The lab's signing key is not on the stick: the config's `record_key` is a URL on this test's
+HTTP server on 127.0.0.1 (10.0.2.2 on QEMU's user network), with a user and password; the
+kiosk fetches it into memory at the start (kiosk/labkey.py), and no byte of it reaches the
+stick, the results or the console (docs/security.md "The lab's key")."""
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +31,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.e2e.rig import Boot, QmpAt, boot_kiosk, nvme_hot_add
+from tests.unit.kiosk.test_config_url import Server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -30,6 +39,7 @@ KEPT = "E2ESTATIONOK1"
 PULLED = "E2ESTATIONPULL1"
 DRIVE_BYTES = 64 * 1024 * 1024
 IDLE_MINUTES = 0.5
+KEY_PASSWORD = "St4tion-key-pw"
 CONFIG = f"""\
 plan = "erase"
 select = ["serial:{KEPT}", "serial:{PULLED}"]
@@ -40,7 +50,7 @@ svg = false
 [params]
 operator = "E2E Operator"
 organisation = "ssdbench e2e lab"
-record_key = "/mnt/ssdresults/lab-key.pem"
+record_key = "http://lab:{KEY_PASSWORD}@10.0.2.2:{{port}}/keys/station.pem"
 
 [station]
 idle_minutes = {IDLE_MINUTES}
@@ -52,16 +62,42 @@ PLUG_KEPT_AT = rf"ssdbench: station: nvme0n1 \(QEMU NVMe Ctrl {PULLED}\) found: 
 PULL_AT = r"ssdbench: nvme1n1 erase erase started"
 
 
-@pytest.fixture(scope="module")
-def station(dev_image: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Boot, Path, float]:
-    work = tmp_path_factory.mktemp("station")
-    key = work / "lab-key.pem"
-    private = Ed25519PrivateKey.generate()
-    key.write_bytes(private.private_bytes(serialization.Encoding.PEM,
+@dataclass
+class LabKey:
+    """The lab's key, served by this test's HTTP server on 127.0.0.1 only."""
+
+    private: Ed25519PrivateKey
+    server: Server
+
+    @property
+    def pem(self) -> bytes:
+        return self.private.private_bytes(serialization.Encoding.PEM,
                                           serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))
+                                          serialization.NoEncryption())
+
+    @property
+    def secrets(self) -> list[bytes]:
+        """The key as PEM, as the PEM's base64 body, as its 32 raw bytes."""
+        raw = self.private.private_bytes(serialization.Encoding.Raw,
+                                         serialization.PrivateFormat.Raw,
+                                         serialization.NoEncryption())
+        return [self.pem, b"".join(self.pem.splitlines()[1:-1]), raw]
+
+
+@pytest.fixture(scope="module")
+def lab_key() -> Iterator[LabKey]:
+    key = LabKey(Ed25519PrivateKey.generate(), Server())
+    key.server.files["/keys/station.pem"] = (200, key.pem)
+    yield key
+    key.server.stop()
+
+
+@pytest.fixture(scope="module")
+def station(dev_image: Path, lab_key: LabKey,
+            tmp_path_factory: pytest.TempPathFactory) -> tuple[Boot, Path, float]:
+    work = tmp_path_factory.mktemp("station")
     public = work / "lab-key.pub.pem"
-    public.write_bytes(private.public_key().public_bytes(
+    public.write_bytes(lab_key.private.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
     images = []
     for serial in (KEPT, PULLED):
@@ -69,16 +105,20 @@ def station(dev_image: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[
         with image.open("wb") as fh:
             fh.truncate(DRIVE_BYTES)
         images.append(image)
-    pull = {"execute": "device_del", "arguments": {"id": "hotpulled"}}
     t0 = time.monotonic()
-    b = boot_kiosk(
-        work, CONFIG, put=(key,), hotplug_ports=2,
+    b = _boot(work, lab_key.server, images)
+    return b, public, time.monotonic() - t0
+
+
+def _boot(work: Path, server: Server, images: list[Path]) -> Boot:
+    pull = {"execute": "device_del", "arguments": {"id": "hotpulled"}}
+    return boot_kiosk(
+        work, CONFIG.format(port=server.port), hotplug_ports=2, net=True,
         qmp_at=(QmpAt(WAITING, nvme_hot_add("hotpulled", images[1], PULLED, "hotplug1",
                                             iops=4)),
                 QmpAt(PLUG_KEPT_AT, nvme_hot_add("hotkept", images[0], KEPT, "hotplug0")),
                 QmpAt(PULL_AT, (pull,))),
         timeout_s=600, direct=True)
-    return b, public, time.monotonic() - t0
 
 
 def _drive_dir(b: Boot, serial: str) -> Path:
@@ -175,3 +215,38 @@ def test_session_csv_kiosk_txt_and_the_end(station: tuple[Boot, Path, float]) ->
     assert state["drives"][PULLED]["state"] == "failed"
     assert b.bystander_sha_after == b.bystander_sha_before
     assert b.boot_partition_sha_after == b.boot_partition_sha_before
+
+
+def _holding(data: Path, secrets: list[bytes]) -> list[bytes]:
+    """The secrets found anywhere in the file ``data`` (read in overlapping pieces)."""
+    found: set[bytes] = set()
+    overlap = max(len(x) for x in secrets)
+    tail = b""
+    with data.open("rb") as fh:
+        while piece := fh.read(16 * 2**20):
+            window = tail + piece
+            found.update(x for x in secrets if x in window)
+            tail = window[-overlap:]
+    return sorted(found)
+
+
+def test_the_lab_key_came_from_the_network_and_nothing_written_holds_it(
+        station: tuple[Boot, Path, float], lab_key: LabKey) -> None:
+    """The key was fetched with the URL's user and password into memory only: not one
+    form of it (PEM, its base64 body, its 32 raw bytes) is anywhere on the stick's image,
+    in a results file or on the console; the records it signed verify (above)."""
+    b, _pub, _s = station
+    shown = f"http://10.0.2.2:{lab_key.server.port}/keys/station.pem"
+    assert f"ssdbench: lab key {shown}: SHA256:" in b.serial, b.tail(120)
+    assert "held in memory only" in b.serial
+    assert "network wanted (" in b.serial and "has a record_key URL" in b.serial
+    auth = "Basic " + base64.b64encode(f"lab:{KEY_PASSWORD}".encode()).decode()
+    assert lab_key.server.auth == [auth]  # once, at the start: the key stays in memory
+    assert _holding(b.workdir / "stick.img", lab_key.secrets) == []
+    assert _holding(b.workdir / "serial.log", [*lab_key.secrets, KEY_PASSWORD.encode()]) == []
+    # every file of the results partition but the config the test put there (its key URL
+    # carries the password: docs/security.md says what holding the stick allows)
+    written = [p for p in b.results.rglob("*") if p.is_file() and p.name != "ssdbench.toml"]
+    assert len(written) > 10, written
+    assert [p for p in written
+            if _holding(p, [*lab_key.secrets, KEY_PASSWORD.encode()])] == []

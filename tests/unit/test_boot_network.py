@@ -45,3 +45,9 @@ def test_the_network_is_wanted_for_a_store_on_the_stick_too(shell: list[str],
     assert reason("/dev/sdb1", "lab.toml") == f"{stick}/lab.toml has a [store]"
     assert reason("/dev/sdb1", "https://u:p@cfg.lab/k.toml?x=1") == \
         "the config is https://cfg.lab/k.toml"
+    # the lab's key from its server: the network too (a path on another medium: not)
+    (stick / "erase.toml").write_text('plan = "erase"\n[params]\nrecord_key = "/media/k.pem"\n')
+    assert reason("/dev/sdb1", "erase.toml") == ""
+    (stick / "erase.toml").write_text(
+        "plan = \"erase\"\n[params]\n  record_key='https://lab:pw@cfg.lab/k.pem'\n")
+    assert reason("/dev/sdb1", "erase.toml") == f"{stick}/erase.toml has a record_key URL"

@@ -56,6 +56,11 @@ network_reason() {
     if [ -n "$1" ] && [ -f "${_cfg:-}" ] && grep -q '^[[:space:]]*\[store\]' "$_cfg"; then
         _why="$_cfg has a [store]"
     fi
+    # the lab's signing key fetched from its server (kiosk/labkey.py), never on the stick
+    if [ -n "$1" ] && [ -f "${_cfg:-}" ] &&
+        grep -qE '^[[:space:]]*record_key[[:space:]]*=[[:space:]]*["'"'"']https?://' "$_cfg"; then
+        _why="$_cfg has a record_key URL"
+    fi
     printf '%s\n' "$_why"
 }
 

@@ -224,6 +224,16 @@ def _run(args: argparse.Namespace, given: Host | None, err: TextIO,
         jobs = _jobs(args, host, root)
         for job in jobs:
             engine.check_consent(job.drive, job.plan, job.consent)
+    # the lab's key: not in the results folder; from a URL fetched into memory before any drive
+    from ssdbench.kiosk.config import ConfigError
+    from ssdbench.kiosk.labkey import prepare_record_keys
+
+    try:
+        prepare_record_keys([j.plan.params.record_key for j in jobs], source="plan parameter",
+                            key="record_key", results=root,
+                            say=lambda line: print(f"ssdbench: {line}", file=err, flush=True))
+    except ConfigError as exc:
+        raise Refused(ExitCode.USAGE, str(exc)) from None
     journal = Journal.open(root) if any(j.plan.destructive for j in jobs) else None
     progress = (lambda _ev: None) if args.quiet else StderrProgress(err)
     print(f"ssdbench: results in {root}", file=err, flush=True)

@@ -265,16 +265,16 @@ def shown_url(url: str) -> str:
     return f"{u.scheme}://{hostport}{u.path}"
 
 
-def _request(url: str, source: str) -> urllib.request.Request:
+def _request(url: str, source: str, key: str = "(url)") -> urllib.request.Request:
     """The GET for ``url``; a user and password in it become basic auth (urllib would send
     them to DNS as part of the host name). A URL that cannot work is a ConfigError."""
     try:
         u = urlsplit(url)
         u.port  # noqa: B018 - raises ValueError for a port that is not a number in range
     except ValueError as exc:
-        raise ConfigError(source, "(url)", f"is not a valid URL: {exc}") from None
+        raise ConfigError(source, key, f"is not a valid URL: {exc}") from None
     if not u.hostname:
-        raise ConfigError(source, "(url)", "is not a valid URL: no host")
+        raise ConfigError(source, key, "is not a valid URL: no host")
     headers = {"User-Agent": "ssdbench"}
     if u.username is not None:
         pair = f"{unquote(u.username)}:{unquote(u.password or '')}".encode()
@@ -339,17 +339,27 @@ def _cut_short(announced: str | None, got: int) -> str | None:
     return None
 
 
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n >> 10} KiB"
+
+
 def fetch_url(url: str, say: Callable[[str], None], *,
               wait: Callable[[float], None] = time.sleep,
-              net_state: Callable[[], str] = default_route) -> bytes:
-    """The config's bytes from ``url``. The network not being there yet (no lease, no route,
-    refused, DNS, a timeout, an HTTP 5xx, 408 or 429) is waited for, retrying 1 s doubling
-    to 30 s, each try said with what it waits for; an answer that will not change (another
-    4xx, a TLS certificate that does not verify, more than 1 MiB) is a ConfigError. A body
-    shorter than its Content-Length, or a chunked one cut mid-chunk, is never used: it is
-    fetched again like a network that is not there yet."""
-    source = shown_url(url)
-    req = _request(url, source)
+              net_state: Callable[[], str] = default_route,
+              what: str = "config", limit: int = MAX_CONFIG_BYTES,
+              config: str | None = None, key: str = "(url)") -> bytes:
+    """The config's bytes from ``url`` (or, with ``what``, another file a bench fetches at
+    its start: the lab's key; ``config`` and ``key`` then name the config and its key in
+    errors). The network not being there yet (no lease, no route, refused, DNS, a timeout,
+    an HTTP 5xx, 408 or 429) is waited for, retrying 1 s doubling to 30 s, each try said
+    with what it waits for; an answer that will not change (another 4xx, a TLS certificate
+    that does not verify, more than ``limit`` bytes) is a ConfigError. A body shorter than
+    its Content-Length, or a chunked one cut mid-chunk, is never used: it is fetched again
+    like a network that is not there yet."""
+    shown = shown_url(url)
+    source = config or shown
+    tls_key = "(tls)" if config is None else key
+    req = _request(url, source, key)
     context = ssl.create_default_context() if url.startswith("https://") else None
     opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context),
                                          _SameOriginAuth())
@@ -359,13 +369,14 @@ def fetch_url(url: str, say: Callable[[str], None], *,
         attempt += 1
         try:
             with opener.open(req, timeout=FETCH_TIMEOUT_S) as r:
-                body: bytes = r.read(MAX_CONFIG_BYTES + 1)
+                body: bytes = r.read(limit + 1)
                 announced = r.headers.get("Content-Length")
-            if len(body) > MAX_CONFIG_BYTES:
-                raise ConfigError(source, "(url)", "is larger than 1 MiB: not a config")
+            if len(body) > limit:
+                raise ConfigError(source, key, f"{'' if config is None else shown + ' '}is "
+                                  f"larger than {_size(limit)}: not a {what}")
             cut = _cut_short(announced, len(body))
             if cut is None:
-                say(f"config fetched from {source} ({len(body)} bytes)")
+                say(f"{what} fetched from {shown} ({len(body)} bytes)")
                 return body
             why = cut  # a body cut mid-transfer is never used: the keys after the cut
             # would take their defaults (an erase plan's `select` every eligible drive)
@@ -373,18 +384,19 @@ def fetch_url(url: str, say: Callable[[str], None], *,
             raise  # an answer that will not change (too large): not worth a retry
         except urllib.error.HTTPError as exc:
             if 400 <= exc.code < 500 and exc.code not in (408, 429):
-                raise ConfigError(source, "(url)", f"the server answered {exc.code} "
-                                  f"{exc.reason}") from None
+                raise ConfigError(source, key, f"{'' if config is None else shown + ': '}"
+                                  f"the server answered {exc.code} {exc.reason}") from None
             why = f"the server answered {exc.code} {exc.reason}"
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, ssl.SSLCertVerificationError):
-                raise ConfigError(source, "(tls)", "the server's certificate does not "
-                                  f"verify: {exc.reason.verify_message}") from None
+                raise ConfigError(source, tls_key, f"{'' if config is None else shown + ': '}"
+                                  "the server's certificate does not verify: "
+                                  f"{exc.reason.verify_message}") from None
             why = str(exc.reason)
         except (OSError, ValueError, http.client.HTTPException) as exc:
             # timeouts, resets, a malformed answer, a chunked body cut mid-chunk
             why = f"{type(exc).__name__}: {exc}"
-        say(f"config {source}: waiting for the network ({net_state()}): {why}; "
+        say(f"{what} {shown}: waiting for the network ({net_state()}): {why}; "
             f"try {attempt + 1} in {delay:g} s")
         wait(delay)
         delay = min(delay * 2, BACKOFF_MAX_S)

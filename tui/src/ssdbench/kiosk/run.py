@@ -34,6 +34,7 @@ from ssdbench.kiosk.config import (
     shown_url,
     unmatched_selectors,
 )
+from ssdbench.kiosk.labkey import prepare_record_keys
 from ssdbench.kiosk.mirror import StickMirror
 from ssdbench.kiosk.station import Station, StationBoard, station_lines
 from ssdbench.lab.live import LiveStatus, start_store
@@ -253,6 +254,11 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
         config = load_config(path, base=stick_root, say=lambda line: print(
             f"ssdbench: {line}", file=out, flush=True))
         plan = _plan_for(config)
+        # the lab's key: never on the stick; from a URL fetched into memory before any drive
+        prepare_record_keys([plan.params.record_key], source=config.source,
+                            results=stick_root, whole_filesystem=True,
+                            fetch=not opts.dry_run, say=lambda line: print(
+                                f"ssdbench: {line}", file=out, flush=True))
     except (ConfigError, PlanError) as exc:
         return _bad_config(str(exc), out, err)
     shown = shown_url(path) if isinstance(path, str) and is_url(path) else path

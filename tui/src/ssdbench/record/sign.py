@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ def fingerprint(raw_public_key: bytes) -> str:
     return "SHA256:" + ":".join(digest[i:i + 4] for i in range(0, len(digest), 4))
 
 
-def _raw_public(public_key: Any) -> bytes:
+def raw_public(public_key: Any) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
     raw: bytes = public_key.public_bytes(serialization.Encoding.Raw,
@@ -49,27 +50,68 @@ def _raw_public(public_key: Any) -> bytes:
     return raw
 
 
-def load_private_key(path: Path) -> Any:
+# keys fetched from the lab's server at the start (kiosk/labkey.py), by the URL the plan
+# parameter record_key names: held in this process's memory only, never written anywhere
+_in_ram: dict[str, Any] = {}
+_ram_lock = threading.Lock()
+
+
+def is_key_url(ref: str) -> bool:
+    return ref.startswith(("http://", "https://"))
+
+
+def keep_in_ram(url: str, key: Any) -> None:
+    """``key`` (from :func:`private_key_from_pem`) is what ``record_key = url`` means in
+    this process; also by the URL as run.json and the journal keep it (no user, password
+    or query): a plan resumed from the journal signs with the key fetched at this start."""
+    from ssdbench.untrusted import without_url_secrets
+
+    with _ram_lock:
+        _in_ram[url] = key
+        _in_ram[without_url_secrets(url)] = key
+
+
+def forget_keys() -> None:
+    with _ram_lock:
+        _in_ram.clear()
+
+
+def private_key_from_pem(data: bytes, name: str) -> Any:
+    """An Ed25519 private key from PEM bytes; SigningError naming ``name`` (the file, or
+    the URL without its user and password) when they are not one."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise SigningError(f"lab key {path}: cannot read: {exc.strerror or exc}") from None
-    try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
-        raise SigningError(f"lab key {path}: not an unencrypted PEM private key ({exc})") from None
+        raise SigningError(f"lab key {name}: not an unencrypted PEM private key ({exc})") from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise SigningError(f"lab key {path}: not an Ed25519 key (make one with `openssl "
+        raise SigningError(f"lab key {name}: not an Ed25519 key (make one with `openssl "
                            "genpkey -algorithm ed25519 -out lab-key.pem`)")
     return key
 
 
+def load_private_key(path: Path | str) -> Any:
+    """The key ``record_key`` names: a PEM file, or a URL whose key was fetched into
+    memory at the start (:func:`keep_in_ram`)."""
+    if isinstance(path, str) and is_key_url(path):
+        with _ram_lock:
+            key = _in_ram.get(path)
+        if key is None:
+            raise SigningError("lab key from a URL: it was not fetched at the start (the kiosk "
+                               "and `ssdbench run` fetch it before any drive is touched)")
+        return key
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise SigningError(f"lab key {path}: cannot read: {exc.strerror or exc}") from None
+    return private_key_from_pem(data, str(path))
+
+
 def sign_record(record: dict[str, Any], key: Any) -> dict[str, Any]:
     """``record`` with a ``signature`` member made with ``key`` (an Ed25519 private key)."""
-    raw = _raw_public(key.public_key())
+    raw = raw_public(key.public_key())
     value = key.sign(canonical_bytes(record))
     return {**record, "signature": {
         "algorithm": ALGORITHM,
@@ -173,7 +215,7 @@ def public_key_fingerprint(path: Path) -> str:
         pub: Any = serialization.load_pem_public_key(data)
     except ValueError:
         pub = load_private_key(path).public_key()
-    return fingerprint(_raw_public(pub))
+    return fingerprint(raw_public(pub))
 
 
 def trusted_fingerprints(path: Path) -> set[str]:

@@ -38,7 +38,7 @@ def seal(record: dict[str, Any], key_path: str) -> dict[str, Any]:
     if not key_path:
         return unsigned(record, "no lab key configured (plan parameter record_key)")
     try:
-        return sign_record(record, load_private_key(Path(key_path)))
+        return sign_record(record, load_private_key(key_path))
     except SigningError as exc:
         return unsigned(record, str(exc))
 

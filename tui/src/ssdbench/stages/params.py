@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ssdbench.fio.jobs import IOENGINES, parse_block_size
+from ssdbench.untrusted import without_url_secrets
 
 PROBE_PRESETS = ("as-ssd", "fill")
 PSID_GIVEN = "(given)"  # what as_record() writes for a PSID (run.json, the journal)
@@ -70,7 +71,9 @@ class RunParams:
     asset_tag: str = ""
     """Erase record: the asset tag / property number."""
     record_key: str = ""
-    """Erase record: the lab's Ed25519 private key (PEM file); empty: records are unsigned."""
+    """Erase record: the lab's Ed25519 private key: a PEM file not on the results stick, or an
+    http(s) URL fetched into memory when the kiosk or `ssdbench run` starts (docs/security.md);
+    empty: records are unsigned."""
     record_pdf: bool = True
     """Erase record: also render erase-certificate.pdf (WeasyPrint: about a minute a drive on a
     slow machine); false: the signed erase-record.json and the HTML certificate only."""
@@ -98,6 +101,8 @@ class RunParams:
         record = dataclasses.asdict(self)
         record["steady_start_s"] = self.effective_steady_start_s
         record["psid"] = PSID_GIVEN if self.psid else ""  # the PSID is a credential: not kept
+        # a key URL's user and password (the lab's config server) are not kept either
+        record["record_key"] = without_url_secrets(self.record_key)
         return record
 
     def with_values(self, values: Mapping[str, object], source: str = "--set") -> RunParams:

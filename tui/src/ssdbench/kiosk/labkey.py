@@ -1,0 +1,85 @@
+"""The lab's signing key (plan parameter ``record_key``) at a bench's start.
+
+Whoever holds the private key signs erase records an auditor accepts, so it never sits on
+the results stick (which leaves the bench with the results) and is never written into a
+result, an upload, a bundle or a log (docs/security.md "The lab's key"):
+
+* ``record_key = "https://lab:PW@cfg.lab/keys/bench7.pem"``: fetched when the kiosk or
+  ``ssdbench run`` starts, before any drive is touched, like a config from a URL (retried
+  while the network is not there; the URL's user and password go to its own origin only),
+  checked to be an Ed25519 private key, and held in memory only (record/sign.py
+  ``keep_in_ram``): a power cut forgets it, the next boot fetches it again.
+* ``record_key = "/media/key/lab-key.pem"``: a file on a medium that is not the results
+  stick; one on the stick (or in the results folder) is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ssdbench.kiosk.config import ConfigError, default_route, fetch_url, shown_url
+from ssdbench.record.sign import (
+    SigningError,
+    fingerprint,
+    is_key_url,
+    keep_in_ram,
+    private_key_from_pem,
+    raw_public,
+)
+
+KEY = "params.record_key"
+MAX_KEY_BYTES = 64 * 1024  # a PEM Ed25519 key is 119 bytes; a certificate chain at most
+
+
+def _on(path: Path, results: Path, whole_filesystem: bool) -> bool:
+    """Is ``path`` inside ``results`` (or, with ``whole_filesystem``, on its filesystem:
+    the stick's mount point)?"""
+    try:
+        if path.resolve().is_relative_to(results.resolve()):
+            return True
+    except (OSError, RuntimeError):
+        return False
+    if not whole_filesystem:
+        return False
+    try:
+        return os.stat(path).st_dev == os.stat(results).st_dev
+    except OSError:
+        return False  # not there: load_private_key says so when a record is signed
+
+
+def prepare_record_keys(refs: Iterable[str], *, source: str, results: Path | None,
+                        say: Callable[[str], None], fetch: bool = True,
+                        whole_filesystem: bool = False, key: str = KEY,
+                        wait: Callable[[float], None] = time.sleep,
+                        net_state: Callable[[], str] = default_route) -> None:
+    """Check (and fetch) each ``record_key`` of the plans about to run; a ConfigError (named
+    ``source`` ``params.record_key``) when one cannot be used: a file on the results stick
+    (``results``: its mount point with ``whole_filesystem``, else the results folder), a
+    URL whose answer is not an Ed25519 private key or will not change (a 4xx, TLS). With
+    ``fetch`` False (a dry run) URLs are not fetched."""
+    for ref in dict.fromkeys(r for r in refs if r):
+        if not is_key_url(ref):
+            if results is not None and _on(Path(ref), results, whole_filesystem):
+                where = "on the results stick" if whole_filesystem else "in the results folder"
+                raise ConfigError(source, key, f"{ref} is {where}: whoever holds the results "
+                                  "could sign records with it. Fetch it from the lab's server "
+                                  "(record_key = \"https://...\") or keep it on a medium of its "
+                                  "own (docs/security.md)")
+            continue
+        if not fetch:
+            continue
+        shown = shown_url(ref)
+        data = fetch_url(ref, say, wait=wait, net_state=net_state, what="lab key",
+                         limit=MAX_KEY_BYTES, config=source, key=key)
+        try:
+            private = private_key_from_pem(data, shown)
+        except SigningError as exc:
+            raise ConfigError(source, key, str(exc)) from None
+        keep_in_ram(ref, private)
+        plain = " (plain HTTP: anyone on this network could read it)" if (
+            ref.startswith("http://")) else ""
+        say(f"lab key {shown}: {fingerprint(raw_public(private.public_key()))}, held in memory "
+            f"only{plain}")
