@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 from typing import Protocol
 
+from ssdbench import jsonfile
+
 
 class PasswordJournal(Protocol):
     def record_password(self, serial: str, password: str) -> None:
@@ -43,12 +45,12 @@ class JsonPasswordJournal:
 
     def _load(self) -> dict[str, object]:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = self.path.read_bytes()
         except FileNotFoundError:
             return {}
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
+            data = jsonfile.loads(text)
+        except ValueError as exc:
             raise ValueError(f"{self.path}: not valid JSON ({exc}); not overwriting it") from exc
         if not isinstance(data, dict):
             raise ValueError(f"{self.path}: expected a JSON object; not overwriting it")

@@ -19,13 +19,13 @@ imported here.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ssdbench import jsonfile
 from ssdbench.devices import Drive, block_devices_signature
 from ssdbench.kiosk.config import KioskConfig, StationConfig, choose_drives
 from ssdbench.plan.engine import DriveJob, DriveOutcome
@@ -117,7 +117,7 @@ def record_summary(outcome: DriveOutcome) -> tuple[bool, str]:
     if run is None or run.run_dir is None:
         return passed, reason or "no record written"
     try:
-        data: Any = json.loads((run.run_dir / "run.json").read_text(encoding="utf-8"))
+        data: Any = jsonfile.read(run.run_dir / "run.json")
     except (OSError, ValueError):
         data = {}
     rec = data.get("erase_record") if isinstance(data, dict) else None

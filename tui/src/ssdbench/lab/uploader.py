@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ssdbench import jsonfile
 from ssdbench.lab.config import StoreConfig, scrub
 from ssdbench.lab.store import Store, StoreError, content_type
 from ssdbench.results import atomic
@@ -144,7 +145,7 @@ class StoreUploader:
         if drive_dir in self._serials:
             return self._serials[drive_dir]
         try:
-            doc = json.loads((self.results_dir / drive_dir / "drive.json").read_text())
+            doc = jsonfile.read(self.results_dir / drive_dir / "drive.json")
             drive = doc.get("drive", doc)
             serial = str(drive.get("serial") or drive.get("consent_id") or drive.get("name"))
         except (OSError, ValueError, AttributeError):
@@ -156,7 +157,7 @@ class StoreUploader:
 
     def _load_journal(self) -> dict[str, Sent]:
         try:
-            doc = json.loads((self.results_dir / JOURNAL).read_text())
+            doc = jsonfile.read(self.results_dir / JOURNAL)
         except (OSError, ValueError):
             return {}
         if not isinstance(doc, dict) or doc.get("store") != self.cfg.describe():

@@ -10,7 +10,6 @@ outcome says what happened (:class:`DriveOutcome`).
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import threading
@@ -21,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ssdbench import __version__
+from ssdbench import __version__, jsonfile
 from ssdbench.devices import Drive
 from ssdbench.exitcodes import ExitCode
 from ssdbench.fio.runner import fio_version
@@ -254,9 +253,8 @@ def _set_aside(run_dir: Path, reason: str) -> Path:
     record_path = run_dir / "run.json"
     label = "interrupted"
     try:
-        import json
 
-        data = json.loads(record_path.read_text(encoding="utf-8"))
+        data = jsonfile.read(record_path)
         if data.get("state") == "running":
             data["state"] = "interrupted"
             running = [s["name"] for s in data.get("stages", []) if s.get("state") == "running"]
@@ -374,7 +372,7 @@ def _resolve(host: Host, path: str) -> Callable[[], Any]:
 
 def _load_run_json(run_dir: Path) -> dict[str, Any]:
     try:
-        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        data = jsonfile.read(run_dir / "run.json")
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -382,7 +380,7 @@ def _load_run_json(run_dir: Path) -> dict[str, Any]:
 
 def _load_drive_json(path: Path, drive: Drive) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsonfile.read(path)
         if isinstance(data, dict) and isinstance(data.get("runs"), list):
             data["drive"] = drive.to_json()
             data.setdefault("erases", [])
@@ -507,7 +505,7 @@ def heal_finished_drive(drive_dir: Path, entry: Mapping[str, Any]) -> list[str]:
     runs = entry.get("runs")
     path = drive_dir / "drive.json"
     try:
-        drive_json = json.loads(path.read_text(encoding="utf-8"))
+        drive_json = jsonfile.read(path)
     except (OSError, ValueError):
         return []
     if not isinstance(runs, dict) or not isinstance(drive_json, dict) \

@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ssdbench import jsonfile
 from ssdbench.results import atomic
 from ssdbench.results.layout import utc_stamp
 
@@ -45,8 +46,8 @@ class Journal:
         if not path.exists():
             return cls(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = jsonfile.read(path)
+        except (OSError, ValueError) as exc:
             raise JournalError(f"{path}: unreadable journal ({exc}); move it away to start "
                                "afresh") from None
         if not isinstance(data, dict) or not isinstance(data.get("drives"), dict):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import importlib
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ssdbench import jsonfile
 from ssdbench.analysis.trim import TRIM_PHASES
 
 FloatArray = npt.NDArray[np.float64]
@@ -129,8 +129,8 @@ def read_probes(path: Path) -> dict[str, Probe]:
 
 def read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = jsonfile.read(path)
+    except (OSError, ValueError) as exc:
         raise ResultsFileError(f"{path.name}: cannot read: {exc}") from exc
     if not isinstance(data, dict):
         raise ResultsFileError(f"{path.name}: not a JSON object")

@@ -3,12 +3,12 @@ after TRIM) and the erase stage with its discard fallback."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ssdbench import jsonfile
 from ssdbench.stages.base import RunContext, StageCancelled, StageFailed, Target
 from ssdbench.system import CommandError, Host
 
@@ -141,7 +141,7 @@ def zero_promise(drive_json: Path) -> str | None:
     identity): "dlfeat" (NVMe DLFEAT bits 2:0 == 1), "rzat" (ATA deterministic read zeros
     after TRIM), or None (no promise, or no identity to go by)."""
     try:
-        data = json.loads(drive_json.read_text(encoding="utf-8"))
+        data = jsonfile.read(drive_json)
     except (OSError, ValueError):
         return None
     drive = data.get("drive") if isinstance(data, dict) else None

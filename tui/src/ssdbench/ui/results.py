@@ -3,7 +3,6 @@ erase verified), where the files are, and the IOPS series of the highlighted run
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -16,6 +15,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from ssdbench import jsonfile
 from ssdbench.ui import fmt
 from ssdbench.ui.engine import DriveOutcome
 from ssdbench.ui.widgets import STATE_STYLE, TopBar, series_chart
@@ -100,7 +100,7 @@ def _events_line(it: Any, words: Any) -> str:
 
 def _erase_text(run_json: Path) -> str:
     try:
-        erase = json.loads(run_json.read_text(encoding="utf-8")).get("erase")
+        erase = jsonfile.read(run_json).get("erase")
     except (OSError, ValueError):
         return "-"
     if not isinstance(erase, dict):
