@@ -144,3 +144,41 @@ def test_an_object_the_store_cannot_give_is_left_out_with_the_stores_reason(
     assert any(s.startswith("bench-b/status.json: cannot be read: the store: connection reset")
                for s in result.skipped), result.skipped
     assert len(result.rows) > 0 and "bench-b" in result.benches
+
+
+def test_each_benchs_erase_records_are_checked_as_a_chain(tmp_path: Path) -> None:
+    """Erase records sent by the real uploader: a bench whose chain is whole says so; one
+    whose record was deleted from the store, or changed there, is named in red (#28)."""
+    from ssdbench.record.chain import link_seal_write
+    from ssdbench.record.write import seal
+    from tests.unit.record.test_record import make_key, record
+
+    bucket = tmp_path / "bucket"
+    store = FolderStore(bucket)
+    cfg = parse_store({"kind": "http", "endpoint": "http://127.0.0.1:1", "prefix": "lab1"},
+                      Path("."))
+    key = make_key(tmp_path)
+    for bench in ("erase-1", "erase-2", "erase-3"):
+        ram = tmp_path / bench
+        for i in range(3):
+            path = ram / f"20261125T07{i}000Z_QEMU_NVMe_Ctrl_SER{i}" / "erase" / "erase-record.json"
+            path.parent.mkdir(parents=True)
+            (path.parent.parent / "drive.json").write_text(json.dumps(
+                {"drive": {"serial": f"SER{i}", "model": "QEMU NVMe Ctrl"}}))
+            link_seal_write(ram, path, record(), lambda r: seal(r, str(key)))
+        up = StoreUploader(store, cfg, ram, bench, print)
+        assert up.sync() > 0
+    assert (bucket / "lab1" / "erase-1" / "_bench" / "record-chain.json").is_file()
+    second = sorted((bucket / "lab1" / "erase-2").rglob("erase-record.json"))[1]
+    second.unlink()
+    third = sorted((bucket / "lab1" / "erase-3").rglob("erase-record.json"))[2]
+    third.write_bytes(third.read_bytes().replace(b"A. Tester", b"X. Tester"))
+    built = fleet.build(fleet.folder_entries(bucket / "lab1"), now=NOW)
+    assert (built.benches["erase-1"].records_ok, built.benches["erase-1"].records) == (
+        True, "3 records, chain intact")
+    assert not built.benches["erase-2"].records_ok
+    assert "record(s) 2 of 3 missing" in built.benches["erase-2"].records
+    assert not built.benches["erase-3"].records_ok
+    assert "the signature does not match the content" in built.benches["erase-3"].records
+    page = fleet.fleet_html(built)
+    assert page.count("chain broken") == 2 and "3 records, chain intact" in page

@@ -29,6 +29,7 @@ from ssdbench.record import (
     verify_record_bytes,
     write_record_files,
 )
+from ssdbench.record.chain import link_seal_write
 from ssdbench.record.render import csv_text
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -175,7 +176,13 @@ def test_pdf_is_written_and_fits_one_a4_page(tmp_path: Path) -> None:
     hidden = {"nvme": {"warnings": ["other namespaces on this controller: nvme0n2; a "
                                     "Format NVM of one namespace does not erase them"],
                        "notes": []}}
-    sealed = seal(record(hidden=hidden), str(make_key(tmp_path)))
+    key = str(make_key(tmp_path))
+    # the second record of a results folder's chain: the longest tamper-evidence table
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        sealed, _data = link_seal_write(tmp_path, tmp_path / name / "erase-record.json",
+                                        record(hidden=hidden), lambda r: seal(r, key))
+    assert sealed["chain"]["seq"] == 2
     files = write_record_files(tmp_path, sealed)
     assert files["pdf"] is not None, files["pdf_problem"]
     assert (tmp_path / files["pdf"]).read_bytes()[:5] == b"%PDF-"

@@ -1,5 +1,6 @@
 """`ssdbench verify-record FILE`: check an erase record's Ed25519 signature and that a key
-the auditor trusts made it (``--key``, ``--trusted``, or a trusted-keys file)."""
+the auditor trusts made it (``--key``, ``--trusted``, or a trusted-keys file);
+`ssdbench verify-record --chain DIR`: every record under DIR, and their hash chain."""
 
 from __future__ import annotations
 
@@ -29,10 +30,16 @@ def register(subparsers: Any) -> None:
             "key signed it. Prints what the record says (result, drive, serial, times) and "
             "the signer. Exit status 0 when the record is intact and signed by a trusted "
             "key; 1 when it was changed, is unsigned, was signed by another key or no "
-            "trusted key was given; 2 when FILE or a key cannot be read."
+            "trusted key was given; 2 when FILE or a key cannot be read. With --chain DIR: "
+            "every erase-record.json under DIR (a bench's results folder) the same way, and "
+            "the chain they form (each record holds the SHA-256 of the folder's record "
+            "before it): a record missing, twice, changed or out of order is named; exit 0 "
+            "only when every record is intact, trusted and in an unbroken chain."
         ),
     )
-    parser.add_argument("file", metavar="FILE", type=Path, help="erase-record.json")
+    parser.add_argument("file", metavar="FILE", type=Path, nargs="?", help="erase-record.json")
+    parser.add_argument("--chain", metavar="DIR", type=Path,
+                        help="check every record under DIR and their hash chain")
     parser.add_argument("--key", metavar="PEM", type=Path,
                         help="the lab's public (or private) key: the record must be signed "
                              "by it")
@@ -49,10 +56,19 @@ def run(args: argparse.Namespace) -> int:
         verify_record_bytes,
     )
 
-    try:
-        data = Path(args.file).read_bytes()
-    except OSError as exc:
-        print(f"ssdbench verify-record: {args.file}: {exc.strerror or exc}", file=sys.stderr)
+    if (args.file is None) == (args.chain is None):
+        print("ssdbench verify-record: give FILE or --chain DIR (one of them)", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    data = b""
+    if args.file is not None:
+        try:
+            data = Path(args.file).read_bytes()
+        except OSError as exc:
+            print(f"ssdbench verify-record: {args.file}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return int(ExitCode.USAGE)
+    elif not args.chain.is_dir():
+        print(f"ssdbench verify-record: --chain {args.chain}: not a folder", file=sys.stderr)
         return int(ExitCode.USAGE)
     anchors: set[str] = set()
     anchor = ""
@@ -70,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError, SigningError) as exc:
         print(f"ssdbench verify-record: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
+    if args.chain is not None:
+        return _chain(args.chain, anchors, anchor)
     verdict = verify_record_bytes(data)
     if verdict.summary:
         print(f"{args.file}: says: {verdict.summary}")
@@ -88,4 +106,24 @@ def run(args: argparse.Namespace) -> int:
               f"{verdict.fingerprint}, not by {anchor}", file=sys.stderr)
         return int(ExitCode.FAILURE)
     print(f"{args.file}: OK: {verdict.message}, a key of {anchor}")
+    return int(ExitCode.OK)
+
+
+def _chain(folder: Path, anchors: set[str], anchor: str) -> int:
+    from ssdbench.record.chain import check_chain
+
+    report = check_chain(folder, anchors or None)
+    for line in report.lines:
+        print(f"{folder}: {line}")
+    if not report.ok:
+        print(f"ssdbench verify-record: {folder}: FAILED: the records or their chain are not "
+              "intact (above)", file=sys.stderr)
+        return int(ExitCode.FAILURE)
+    if not anchors:
+        print(f"ssdbench verify-record: {folder}: records and chain intact but the signer is "
+              "NOT trusted: no --key, --trusted or trusted-keys file names a key",
+              file=sys.stderr)
+        return int(ExitCode.FAILURE)
+    print(f"{folder}: OK: every record intact, signed by a key of {anchor}, in an unbroken "
+          "chain")
     return int(ExitCode.OK)

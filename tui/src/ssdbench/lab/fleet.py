@@ -2,7 +2,9 @@
 self-contained HTML page and a CSV from a store's layout, ``<bench>/status.json`` and
 ``<bench>/<serial>/<run id>/[<run>/]{drive.json,run.json}``, read from a folder (a copy of
 the bucket, e.g. ``aws s3 sync``) or from the store itself. Only status.json, drive.json and
-run.json are read; charts are inline SVG drawn here (no matplotlib: quick on 10,000 runs).
+run.json are read, and the erase records with their chain (``<bench>/_bench/record-chain.json``:
+a record missing, twice or changed is named per bench); charts are inline SVG drawn here (no
+matplotlib: quick on 10,000 runs).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from ssdbench.lab.store import Store
 from ssdbench.untrusted import csv_row
 
-WANTED = ("status.json", "run.json", "drive.json")
+WANTED = ("status.json", "run.json", "drive.json", "erase-record.json", "record-chain.json")
 SILENT_AFTER_S = 120.0
 CSV_COLUMNS = ("bench", "model", "firmware", "serial", "run_id", "run", "state", "trim_verdict",
                "steady_iops", "steady_iops_stddev", "erase_method", "erase_verified",
@@ -38,6 +40,9 @@ class Bench:
     state: str = "unknown"  # running | done | failed | cancelled | silent | unknown
     status: dict[str, Any] = field(default_factory=dict)
     silent_s: float | None = None
+    # its erase records' hash chain (record/chain.py): "" when it has none
+    records: str = ""
+    records_ok: bool = True
 
 
 @dataclass
@@ -143,9 +148,15 @@ def build(entries: dict[str, Loader], *, now: datetime | None = None,
     drives: dict[str, dict[str, Any]] = {}  # the folder of a drive.json -> its identity
     run_keys: list[str] = []
     skipped: list[str] = []
+    records: dict[str, list[str]] = {}  # bench -> its erase-record.json keys
+    chain_state: dict[str, str] = {}  # bench -> its _bench/record-chain.json key
     for key in sorted(entries):
         parts = key.split("/")
         name = parts[-1]
+        if name == "erase-record.json" and len(parts) >= 5:  # <bench>/<serial>/<id>/<run>/
+            records.setdefault(parts[-5], []).append(key)
+        elif name == "record-chain.json" and len(parts) >= 3 and parts[-2] == "_bench":
+            chain_state[parts[-3]] = key
         if name == "status.json" and len(parts) >= 2:
             bench = benches.setdefault(parts[-2], Bench(parts[-2]))
             bench.status, why = _json(entries[key])
@@ -177,7 +188,31 @@ def build(entries: dict[str, Loader], *, now: datetime | None = None,
         rows.append(_row(key, doc, drives))
         benches.setdefault(rows[-1]["bench"], Bench(rows[-1]["bench"]))
     rows.sort(key=lambda r: (r["started"], r["bench"], r["serial"], r["run"]), reverse=True)
+    for name, keys in records.items():
+        _check_records(benches.setdefault(name, Bench(name)), name, keys,
+                       chain_state.get(name), entries)
     return Fleet(benches, rows, now.strftime("%Y-%m-%dT%H:%M:%SZ"), skipped)
+
+
+def _check_records(bench: Bench, name: str, keys: list[str], state_key: str | None,
+                   entries: dict[str, Loader]) -> None:
+    """The bench's erase records checked as a chain (intact, none missing, twice or out of
+    order); who signed them is for ``verify-record --chain`` with the lab's key."""
+    from ssdbench.record.chain import check_chain_blobs
+
+    def read(key: str) -> bytes | str:
+        try:
+            return entries[key]()
+        except OSError as exc:
+            return f"cannot be read: {exc}"
+
+    prefix = name + "/"
+    report = check_chain_blobs(
+        [(k[k.find(prefix) + len(prefix):] if prefix in k else k, read(k)) for k in keys],
+        read(state_key) if state_key else None)
+    bench.records_ok = report.ok
+    bench.records = "; ".join(report.lines) if not report.ok else (
+        f"{len(keys)} record{'s' if len(keys) != 1 else ''}, chain intact")
 
 
 def _row(key: str, doc: dict[str, Any], drives: dict[str, dict[str, Any]]) -> dict[str, str]:
@@ -313,10 +348,11 @@ def fleet_html(fleet: Fleet) -> str:
              + f"), {len(fleet.rows)} runs. A running bench that sent no status for "
              f"{SILENT_AFTER_S:.0f} s is <b>silent</b>.</p>", "<h2>Benches</h2>"]
     parts.append(_table(
-        ("bench", "state", "plan", "last event", "errors", "status sent", "store"),
+        ("bench", "state", "plan", "last event", "errors", "status sent", "store",
+         "erase records"),
         ((_e(b.name), _state(b.state), _e(b.status.get("plan", "")),
           _e(b.status.get("last_event", "")), _e("; ".join(_strings(b.status.get("errors")))),
-          _ago(b.silent_s), _store_state(b.status.get("store")))
+          _ago(b.silent_s), _store_state(b.status.get("store")), _records(b))
          for b in benches), set()))
     live = [(b, d) for b in benches for d in _list(b.status.get("drives"))
             if isinstance(d, dict)]
@@ -357,6 +393,15 @@ def fleet_html(fleet: Fleet) -> str:
         parts.append("</ul>")
     parts.append("</body></html>\n")
     return "".join(parts)
+
+
+def _records(bench: Bench) -> str:
+    """The erase records' cell: the chain intact, or what is wrong with it (red)."""
+    if not bench.records:
+        return ""
+    if bench.records_ok:
+        return _e(bench.records)
+    return f'<span class="state failed">chain broken</span> {_e(bench.records[:2000])}'
 
 
 def _strings(value: object) -> list[str]:

@@ -60,6 +60,8 @@ footer { margin-top: 10px; font-size: 8pt; color: #555; border-top: 1px solid #9
   .badge { font-size: 16pt; }
   h2 { margin: 5px 0 2px 0; font-size: 9pt; }
   td, th { padding: 0.5px 5px; }
+  table.kv td:first-child { width: 26%; }
+  .mono { font-size: 7.5pt; }
   .sign div { height: 12mm; }
 }
 """
@@ -201,11 +203,17 @@ def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
         parts.append(f"<p class=\"unsigned\">UNSIGNED RECORD — {escape(str(sig.get('reason')))}."
                      " Nothing shows that this record was not changed.</p>")
     else:
+        chain = record.get("chain") if isinstance(record.get("chain"), dict) else {}
+        links = [] if not chain else [
+            ("Record chain", f"no. {chain.get('seq')} of {str(chain.get('id'))[:8]}, after "
+                             + ("none (the first)" if chain.get("previous_sha256") is None
+                                else str(chain.get("previous_sha256"))[:16] + "…"))]
         parts.append(_rows([("Signature", f"{sig['algorithm']} over the record "
                                           "(erase-record.json)"),
                             ("Lab key fingerprint", sig["fingerprint"]),
-                            ("Record file SHA-256", record_sha256)],
-                           mono=("Lab key fingerprint", "Record file SHA-256")))
+                            ("Record file SHA-256", record_sha256), *links],
+                           mono=("Lab key fingerprint", "Record file SHA-256",
+                                 "Record chain")))
         parts.append("<p>Check it with the lab's public key, obtained from the lab, not from "
                      "this page: <span class=\"mono\">ssdbench verify-record --key "
                      "lab-key.pub.pem erase-record.json</span> (or <span class=\"mono\">"

@@ -4,16 +4,17 @@ again, and write the signed record - also when the erase failed (a FAIL record).
 
 from __future__ import annotations
 
-import json
 import os.path
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ssdbench import jsonfile
 from ssdbench.erase.hidden import ata_hidden_areas, nvme_hidden_capacity, restore_native_max
 from ssdbench.erase.psid import PsidError, psid_revert
 from ssdbench.record.build import FAIL, build_record
-from ssdbench.record.write import append_session_csv, seal, write_record_files
+from ssdbench.record.chain import link_seal_write
+from ssdbench.record.write import RECORD_JSON, append_session_csv, seal, write_record_files
 from ssdbench.stages.base import RunContext, StageFailed, with_drive_state
 from ssdbench.stages.discard import EraseStage
 from ssdbench.stages.health import HealthStage
@@ -65,7 +66,7 @@ def _discovered(ctx: RunContext) -> dict[str, Any]:
     """Discovery's full identity of the drive (drive.json "drive", written by the engine
     before the first run; run.json "drive" holds only a summary)."""
     try:
-        data = json.loads((ctx.run_dir.parent / "drive.json").read_text(encoding="utf-8"))
+        data = jsonfile.read(ctx.run_dir.parent / "drive.json")
     except (OSError, ValueError):
         return {}
     drive = data.get("drive") if isinstance(data, dict) else None
@@ -195,7 +196,10 @@ class CertifiedEraseStage:
             started=_utc(wall0), finished=_utc(time.time()),
             duration_s=time.monotonic() - t0, tcg_revert=revert,
         )
-        record = seal(record, str(getattr(params, "record_key", "") or ""))
+        key = str(getattr(params, "record_key", "") or "")
+        # the next link of the results folder's record chain, signed with the record
+        record, _data = link_seal_write(ctx.run_dir.parent.parent, ctx.run_dir / RECORD_JSON,
+                                        record, lambda r: seal(r, key))
         files = write_record_files(ctx.run_dir, record,
                                    pdf=bool(getattr(params, "record_pdf", True)))
         csv_path = append_session_csv(ctx.run_dir.parent.parent, record)
