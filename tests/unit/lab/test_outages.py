@@ -49,8 +49,13 @@ def test_an_outage_is_counted_and_kept_in_status_after_it_healed(tmp_path: Path)
     (root / "kiosk.txt").write_text("x\n")
     assert up.sync() == 0 and not up.send_status()
     up.sync()  # the same outage: counted once
+    # and said once, though each try's reason names another key (#28 item 10: a line a try)
+    assert [line for line in lines if "results kept in RAM" in line] == [
+        f"store {cfg.describe()}: sending lab1/bench-07/_bench/kiosk.txt: "
+        f"EndpointConnectionError: could not connect; results kept in RAM ({root}), retrying"]
     store.down = False
     assert up.sync() == 2
+    assert lines[-1] == f"store {cfg.describe()} reachable again"
     assert up.send_status()
     after = json.loads(store.objects["lab1/bench-07/status.json"])["store"]
     assert after["last_error"] is None and after["outages"] == 1

@@ -272,7 +272,7 @@ class StoreUploader:
         if self.last_error is None:
             self.outages += 1
         self.last_failure, self.last_failure_at = why, utc_now()
-        if why != self.last_error:
+        if self.last_error is None:  # one line per outage: each try's reason names its key
             self.say(f"store {self.cfg.describe()}: {why}; results kept in RAM "
                      f"({self.results_dir}), retrying")
         self.last_error = why
