@@ -178,6 +178,14 @@ def test_the_plugged_in_drive_is_erased_verified_and_recorded(
     pdf = (path.parent / "erase-certificate.pdf").read_bytes()
     assert pdf.startswith(b"%PDF-") and len(pdf) > 5000
     assert KEPT in (path.parent / "erase-certificate.html").read_text()
+    # graded from its own counters before the erase (#32): QEMU's NVMe health log is clean
+    assert record["grade"] == {"grade": "reuse", "reasons": []}, record["grade"]
+    assert "Drive health — grade: reuse" in (path.parent / "erase-certificate.html").read_text()
+    # the record's place in the results folder's chain (#28): one chain, both drives
+    chain = subprocess.run([str(entry), "verify-record", "--chain", str(b.results / "ssdbench"),
+                            "--key", str(public)], capture_output=True, text=True, check=False)
+    assert chain.returncode == 0, chain.stdout + chain.stderr
+    assert "records 1..2, 2 file(s)" in chain.stdout, chain.stdout
     line = next(ln for ln in b.serial.splitlines() if f"nvme1n1 ({KEPT}) PASS" in ln)
     assert "Purge, nvme-format-user-data, signed" in line, line
 

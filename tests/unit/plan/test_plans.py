@@ -24,8 +24,10 @@ def test_presets_load_and_say_what_they_run() -> None:
         "trim": ["trim"],
         "diagnose": ["diagnose"],
         "erase": ["erase"],
+        "grade": ["grade"],
     }
     assert not preset("diagnose").destructive and preset("trim").destructive
+    assert not preset("grade").destructive  # read-only: no consent
     assert preset("erase").destructive  # needs --destroy SERIAL like any erase
 
 

@@ -50,7 +50,8 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ssdbench.lab.config import StoreConfig, StoreConfigError, parse_store
 
-PLANS = ("review", "quick", "trim", "diagnose", "erase")
+PLANS = ("review", "quick", "trim", "diagnose", "erase", "grade")
+READ_ONLY_PLANS = ("diagnose", "grade")  # no `destroy` needed: nothing is written
 ON_FINISH = ("poweroff", "reboot", "stay")
 ALL_ELIGIBLE = "all-eligible"
 CONFIG_NAME = "ssdbench.toml"
@@ -109,7 +110,7 @@ class KioskConfig:
 
     @property
     def destructive(self) -> bool:
-        return self.plan != "diagnose"
+        return self.plan not in READ_ONLY_PLANS
 
     def selects(self, serial: str, model: str) -> bool:
         """Whether a drive (that is not protected) is chosen by `select`."""
@@ -180,7 +181,7 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml",
         if isinstance(destroy, str):
             raise ConfigError(source, "destroy", f"expected {form}, got {destroy!r}")
         destroy_serials = _string_list(source, "destroy", destroy, form)
-    if plan != "diagnose" and destroy is None:
+    if plan not in READ_ONLY_PLANS and destroy is None:
         raise ConfigError(
             source, "destroy",
             f'plan "{plan}" erases and writes drives: say which with '

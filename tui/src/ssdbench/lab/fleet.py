@@ -30,7 +30,7 @@ WANTED = ("status.json", "run.json", "drive.json", "erase-record.json", "record-
 SILENT_AFTER_S = 120.0
 CSV_COLUMNS = ("bench", "model", "firmware", "serial", "run_id", "run", "state", "trim_verdict",
                "steady_iops", "steady_iops_stddev", "erase_method", "erase_verified",
-               "started", "finished")
+               "started", "finished", "grade", "grade_reasons")
 Loader = Callable[[], bytes]
 
 
@@ -226,6 +226,9 @@ def _row(key: str, doc: dict[str, Any], drives: dict[str, dict[str, Any]]) -> di
     steady = _obj(_obj(analysis.get("iops")).get("steady"))
     trim = _obj(analysis.get("trim"))
     erase = _obj(doc.get("erase"))
+    grade = _obj(doc.get("grade"))
+    raw = grade.get("reasons")
+    reasons: list[Any] = raw if isinstance(raw, list) else []
     return {
         "bench": bench_name, "model": str(ident.get("model") or ""),
         "firmware": str(ident.get("firmware") or ""),
@@ -238,6 +241,8 @@ def _row(key: str, doc: dict[str, Any], drives: dict[str, dict[str, Any]]) -> di
         "erase_method": str(erase.get("method") or ""),
         "erase_verified": "" if not erase else str(bool(erase.get("verified"))).lower(),
         "started": str(doc.get("started") or ""), "finished": str(doc.get("finished") or ""),
+        "grade": str(grade.get("grade") or "") if isinstance(grade.get("grade"), str) else "",
+        "grade_reasons": "; ".join(str(_obj(r).get("text") or "") for r in reasons),
     }
 
 
@@ -376,12 +381,14 @@ def fleet_html(fleet: Fleet) -> str:
                  "fleet.csv, newest first.</p>")
     parts.append(_table(
         ("when", "bench", "model", "firmware", "serial", "run", "state", "TRIM",
-         "steady IOPS", "erase"),
+         "steady IOPS", "erase", "grade"),
         ((_e(r["started"]), _e(r["bench"]), _e(r["model"]), _e(r["firmware"]),
           _e(r["serial"]), _e(r["run"]), _state(r["state"]), _e(r["trim_verdict"]),
           _e(r["steady_iops"] + (f" ± {r['steady_iops_stddev']}"
                                  if r["steady_iops_stddev"] else "")),
-          _e(r["erase_method"] + (" (verified)" if r["erase_verified"] == "true" else "")))
+          _e(r["erase_method"] + (" (verified)" if r["erase_verified"] == "true" else "")),
+          f"<span title='{_e(r['grade_reasons'])}'>{_e(r['grade'])}</span>"
+          if r["grade"] else "")
          for r in fleet.rows), {8}))
     if fleet.skipped:
         parts.append("<h2>Files left out</h2><p class='small'>A bench's file that could not "

@@ -9,7 +9,7 @@ plan that mixes read-only and destructive runs raises :class:`PlanError` naming 
     [params]                    # plan parameters (docs/results-format.md), over the defaults
     torture_seconds = 60
     [[runs]]
-    kind = "consistency"        # consistency | trim | diagnose | erase
+    kind = "consistency"        # consistency | trim | diagnose | erase | grade
     op_percent = 25             # consistency only; 0..90
 """
 
@@ -25,8 +25,9 @@ from typing import Any
 from ssdbench.results.layout import run_name
 from ssdbench.stages.params import ParamError, RunParams, load_config, parse_set
 
-PRESETS = ("review", "quick", "trim", "diagnose", "erase")
-KINDS = ("consistency", "trim", "diagnose", "erase")
+PRESETS = ("review", "quick", "trim", "diagnose", "erase", "grade")
+KINDS = ("consistency", "trim", "diagnose", "erase", "grade")
+READ_ONLY_KINDS = ("diagnose", "grade")  # never open the drive for writing
 _PLAN_KEYS = {"name", "description", "params", "runs"}
 _RUN_KEYS = {"kind", "op_percent"}
 
@@ -37,7 +38,7 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True)
 class RunSpec:
-    kind: str  # consistency | trim | diagnose | erase
+    kind: str  # consistency | trim | diagnose | erase | grade
     op_percent: int = 0
 
     @property
@@ -58,7 +59,7 @@ class Plan:
 
     @property
     def destructive(self) -> bool:
-        return any(r.kind != "diagnose" for r in self.runs)
+        return any(r.kind not in READ_ONLY_KINDS for r in self.runs)
 
     def params_for(self, run: RunSpec) -> RunParams:
         """The effective parameters of one run (its op_percent filled in)."""
@@ -123,9 +124,9 @@ def parse_plan(data: Mapping[str, Any], source: str) -> Plan:
         if names.count(n) > 1:
             raise PlanError(f"{source}: `runs`: run {n!r} appears twice")
     kinds = {r.kind for r in runs}
-    if "diagnose" in kinds and kinds != {"diagnose"}:
-        raise PlanError(f"{source}: `runs`: a diagnose run is read-only and cannot share a "
-                        "plan with destructive runs")
+    if kinds & set(READ_ONLY_KINDS) and not kinds <= set(READ_ONLY_KINDS):
+        raise PlanError(f"{source}: `runs`: a diagnose or grade run is read-only and cannot "
+                        "share a plan with destructive runs")
     params_raw = data.get("params", {})
     if not isinstance(params_raw, dict):
         raise PlanError(f"{source}: `params`: expected a table")

@@ -126,6 +126,7 @@ def build_record(
     duration_s: float,
     record_id: str | None = None,
     tcg_revert: Mapping[str, Any] | None = None,
+    grade: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The unsigned record (sign it with :func:`ssdbench.record.sign.sign_record`)."""
     method = (erase or {}).get("method")
@@ -161,4 +162,9 @@ def build_record(
                    ("operator", "organisation", "customer", "asset_tag")},
         "health": {"before": _health(health_before), "after": _health(health_after)},
         "result": {"status": result, "reason": reason},
+        # the drive's grade from its counters before the erase (grade/rules.py)
+        **({} if grade is None else {"grade": {
+            "grade": str(grade.get("grade")),
+            "reasons": [str(r.get("text")) for r in grade.get("reasons") or []
+                        if isinstance(r, Mapping)]}}),
     }

@@ -17,7 +17,7 @@ CSV_COLUMNS = (
     "record_id", "result", "reason", "category", "technique", "manufacturer", "model",
     "serial", "firmware", "interface", "media_type", "capacity_bytes", "native_max_bytes",
     "verification", "sampled_blocks", "started", "finished", "duration_s", "operator",
-    "organisation", "customer", "asset_tag", "warnings", "signed_by",
+    "organisation", "customer", "asset_tag", "warnings", "signed_by", "grade",
 )
 
 _CSS = """
@@ -87,6 +87,17 @@ def _rows(pairs: Iterable[tuple[str, Any]], mono: tuple[str, ...] = ()) -> str:
         cls = ' class="mono"' if key in mono else ""
         out.append(f"<tr><td>{escape(key)}</td><td{cls}>{escape(_text(value))}</td></tr>")
     return '<table class="kv">' + "".join(out) + "</table>"
+
+
+def _grade_heading(record: Mapping[str, Any]) -> str:
+    """The health heading, with the drive's grade when the record has one (its reasons in a
+    line below when there are any: a printout says why)."""
+    g = record.get("grade")
+    if not isinstance(g, Mapping) or not g.get("grade"):
+        return "<h2>Drive health</h2>"
+    reasons = [str(r) for r in g.get("reasons") or []]
+    return (f"<h2>Drive health — grade: {escape(str(g['grade']))}</h2>"
+            + (f"<p>{escape('; '.join(reasons))}</p>" if reasons else ""))
 
 
 def _health_table(health: Mapping[str, Any]) -> str:
@@ -196,7 +207,7 @@ def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
         _rows([("Started (UTC)", record["started"]), ("Finished (UTC)", record["finished"]),
                ("Duration", f"{record['duration_s']} s")]
               + [(f"{k}", v) for k, v in sorted(tools.items())]),
-        "<h2>Drive health</h2>", _health_table(record.get("health") or {}),
+        _grade_heading(record), _health_table(record.get("health") or {}),
         "<div class=\"keep\"><h2>Tamper evidence</h2>",
     ]
     if sig.get("unsigned"):
@@ -260,6 +271,7 @@ def csv_row(record: Mapping[str, Any]) -> dict[str, Any]:
         "customer": p["customer"], "asset_tag": p["asset_tag"],
         "warnings": " | ".join(record.get("warnings") or []),
         "signed_by": "UNSIGNED" if sig.get("unsigned") else sig.get("fingerprint", ""),
+        "grade": (record.get("grade") or {}).get("grade", ""),
     }
 
 

@@ -17,6 +17,7 @@ from ssdbench.record.chain import link_seal_write
 from ssdbench.record.write import RECORD_JSON, append_session_csv, seal, write_record_files
 from ssdbench.stages.base import RunContext, StageFailed, with_drive_state
 from ssdbench.stages.discard import EraseStage
+from ssdbench.stages.grade import grade_now
 from ssdbench.stages.health import HealthStage
 from ssdbench.system import CommandError, Host
 
@@ -172,6 +173,8 @@ class CertifiedEraseStage:
                     hidden["ata"]["warnings"].append(
                         f"native max restore failed: {restore['reason']}")
         before = _health(ctx, "before")
+        graded = grade_now(ctx)  # what a refurbisher decides on: reuse, note, scrap
+        ctx.record.set("grade", graded)
         error, revert = unlock_for_erase(ctx, drive, self.name)
         if error is None:
             try:
@@ -194,7 +197,7 @@ class CertifiedEraseStage:
                     for k in ("operator", "organisation", "customer", "asset_tag")},
             health_before=before, health_after=after,
             started=_utc(wall0), finished=_utc(time.time()),
-            duration_s=time.monotonic() - t0, tcg_revert=revert,
+            duration_s=time.monotonic() - t0, tcg_revert=revert, grade=graded,
         )
         key = str(getattr(params, "record_key", "") or "")
         # the next link of the results folder's record chain, signed with the record

@@ -34,7 +34,8 @@ th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 img{max-width:100%;height:auto;border:1px solid #ddd;background:#fff;margin:.3em 0}
 .verdict{font-weight:bold;padding:.1em .5em;border-radius:.3em}
 .effective,.done,.yes{background:#d9f2d9}.partial,.interrupted,.cancelled{background:#fff2cc}
-.ineffective,.failed,.damaged,.no{background:#f8d0d0}.inconclusive,.incomplete,.unknown{background:#e8e8e8}
+.ineffective,.failed,.damaged,.no,.g-scrap{background:#f8d0d0}.g-reuse{background:#d9f2d9}
+.g-note{background:#fff2cc}.g-notgradable{background:#e8e8e8}.inconclusive,.incomplete,.unknown{background:#e8e8e8}
 .problem{background:#fff2cc;border-left:4px solid #e0a800;padding:.4em .8em;margin:.4em 0}
 .warning{background:#fde8d7;border-left:4px solid #d9661f;padding:.4em .8em;margin:.4em 0}
 pre{background:#fff;border:1px solid #ddd;padding:.6em;overflow:auto;font-size:.85em}
@@ -103,6 +104,13 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 def badge(text: str) -> Markup:
     return Markup(f"<span class=\"verdict {esc(text)}\">{esc(text)}</span>")
+
+
+def grade_badge(grade: str) -> Markup:
+    """A health grade's badge (its class from the grade's first word: reuse, note, ...)."""
+    cls = {"reuse": "g-reuse", "reuse, with a note": "g-note", "scrap": "g-scrap"}.get(
+        grade, "g-notgradable")
+    return Markup(f"<span class=\"verdict {cls}\">{esc(grade)}</span>")
 
 
 def img(chart: Chart, rel_dir: str, alt: str) -> str:
@@ -392,6 +400,25 @@ ENVIRONMENT_ROWS = (("io_scheduler", "I/O scheduler"), ("write_cache", "Write ca
                     ("fio_version", "fio"), ("kernel", "Kernel"))
 
 
+def grade_html(meta: Mapping[str, Any]) -> str:
+    """run.json ``grade``: the grade and each reason with its counter, value and threshold."""
+    g = _mapping(meta.get("grade"))
+    if not isinstance(g.get("grade"), str):
+        return ""
+    reasons = [r for r in g.get("reasons") or [] if isinstance(r, dict)]
+    out = f"<h3>Health grade</h3><p>{grade_badge(g['grade'])}</p>"
+    if reasons:
+        out += table(["sets", "reason", "counter", "value", "threshold"],
+                     [[r.get("grade"), r.get("text"), r.get("counter"), r.get("value"),
+                       r.get("threshold")] for r in reasons])
+    else:
+        out += "<p>No counter gave a reason for anything else.</p>"
+    warnings = _mapping(g.get("inputs")).get("warnings")
+    if isinstance(warnings, list) and warnings:
+        out += warnings_html([str(w) for w in warnings])
+    return out
+
+
 def environment_html(meta: Mapping[str, Any]) -> str:
     """run.json "environment": what the host set that changes results."""
     env = meta.get("environment")
@@ -421,7 +448,7 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
     out += kv_table([("started", meta.get("started")), ("finished", meta.get("finished")),
                      ("target", target_text(meta.get("target")))])
     out += _stats_rows(run) + _fill_html(run) + _trim_html(run, meta)
-    out += health_html(meta, rel) + environment_html(meta)
+    out += grade_html(meta) + health_html(meta, rel) + environment_html(meta)
     out += reconciliation_html(meta)
     for chart in charts:
         out += img(chart, rel, f"{run.run}: {chart.name}")
@@ -646,7 +673,7 @@ def _run_cell(r: Mapping[str, str]) -> Markup:
 OVERVIEW_HEADERS = ("Drive", "Run", "Steady IOPS (mean ± sd)",
                     "Steady state, cliff and events", "Seconds at 0 IOPS",
                     "Longest stall", "TRIM verdict (probes: clean → after torture → after TRIM)",
-                    "Erase")
+                    "Erase", "Grade")
 
 
 def overview_table(rows: Sequence[Mapping[str, str]]) -> str:
@@ -662,7 +689,14 @@ def overview_table(rows: Sequence[Mapping[str, str]]) -> str:
          _state_cell(r) if r["duration_s"] else "—",
          Markup(esc(_whole(r["zero_iops_seconds"], " s"))),
          Markup(esc(_whole(r["longest_stall_s"], " s"))), _trim_cell(r),
-         Markup(esc(_erase_cell(r)))] for r in rows])
+         Markup(esc(_erase_cell(r))), _grade_cell(r)] for r in rows])
+
+
+def _grade_cell(r: Mapping[str, str]) -> Markup | str:
+    if not r.get("grade"):
+        return "—"
+    return Markup(f"{grade_badge(r['grade'])} <span class=\"small\">{esc(r['grade_reasons'])}"
+                  "</span>")
 
 
 def index_page(rows: Sequence[dict[str, str]], drive_links: Sequence[tuple[str, str]],

@@ -27,7 +27,7 @@ FILL_COLUMNS = ("time_s", "mib_s", "gib_written")
 PROBE_COLUMNS = ("time_s", "mib_s")
 PROBES_COLUMNS = ("phase", "mib_s", "seconds", "bytes")
 SENSORS_COLUMNS = ("second", "temperature_c")
-RUN_ORDER = ("consistency-default", "consistency-op25", "trim", "diagnose")
+RUN_ORDER = ("consistency-default", "consistency-op25", "trim", "diagnose", "grade")
 MAX_SECONDS = 10 * 24 * 3600  # a time_s beyond 10 days is a damaged file, not a long run
 
 
@@ -160,7 +160,7 @@ class RunData:
         kind = self.meta.get("kind")
         if isinstance(kind, str) and kind:
             return kind
-        for k in ("consistency", "trim", "diagnose"):
+        for k in ("consistency", "trim", "diagnose", "grade", "erase"):
             if self.name.startswith(k):
                 return k
         return "unknown"

@@ -21,7 +21,7 @@ SUMMARY_COLUMNS = (
     # added later, at the end so that older readers' column positions still hold
     "trim_clean_mb_s", "trim_after_torture_mb_s", "trim_after_trim_mb_s", "warnings",
     "steady_state_iops", "steady_start_s", "cliff_at_s", "cliff_plateau_iops", "throttles",
-    "events",
+    "events", "grade", "grade_reasons",
 )
 
 
@@ -80,7 +80,19 @@ def summary_row(report: DriveReport, run: RunAnalysis, meta: dict[str, Any]) -> 
                                    else None),
         "throttles": _fmt(len(it.events.of("throttle")) if it and it.events else None),
         "events": events_text(it.events) if it and it.events else "",
+        **grade_cells(meta),
     }
+
+
+def grade_cells(meta: dict[str, Any]) -> dict[str, str]:
+    """run.json ``grade`` (grade or erase runs): the grade, and its reasons' words."""
+    g = meta.get("grade")
+    if not isinstance(g, dict) or not isinstance(g.get("grade"), str):
+        return {"grade": "", "grade_reasons": ""}
+    raw = g.get("reasons")
+    reasons: list[Any] = raw if isinstance(raw, list) else []
+    return {"grade": g["grade"], "grade_reasons": "; ".join(
+        str(r.get("text")) for r in reasons if isinstance(r, dict))}
 
 
 def events_text(ev: Events) -> str:

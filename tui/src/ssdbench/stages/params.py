@@ -13,10 +13,13 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ssdbench.fio.jobs import IOENGINES, parse_block_size
 from ssdbench.untrusted import without_url_secrets
+
+if TYPE_CHECKING:
+    from ssdbench.grade.rules import Thresholds
 
 PROBE_PRESETS = ("as-ssd", "fill")
 PSID_GIVEN = "(given)"  # what as_record() writes for a PSID (run.json, the journal)
@@ -80,6 +83,18 @@ class RunParams:
     restore_native_max: bool = False
     """Erase plan: restore an HPA's hidden sectors (hdparm -N p<native>) before the erase, so
     the erase covers the whole drive; setting it is the consent (docs/erase.md)."""
+    grade_reallocated_scrap: int = 100
+    """Grade: ATA reallocated sectors (5) at or above this are scrap (> 0: a note)."""
+    grade_reported_uncorrectable_scrap: int = 10
+    """Grade: ATA reported uncorrectable errors (187) at or above this are scrap (> 0: a note)."""
+    grade_media_errors_scrap: int = 10
+    """Grade: NVMe media and data integrity errors at or above this are scrap (> 0: a note)."""
+    grade_wear_note_percent: int = 80
+    """Grade: rated life used (percent) from which the grade carries a note."""
+    grade_wear_scrap_percent: int = 100
+    """Grade: rated life used (percent) from which the drive is scrap."""
+    grade_power_on_hours_note: int = 43800
+    """Grade: power-on hours from which the grade carries a note (43,800: five years)."""
     psid: str = ""
     """Erase plan: PSID revert a locked self-encrypting drive first (the 32 characters on its
     label; typed twice in the TUI). Never written to run.json."""
@@ -105,6 +120,17 @@ class RunParams:
         record["record_key"] = without_url_secrets(self.record_key)
         return record
 
+    def grade_thresholds(self) -> Thresholds:
+        from ssdbench.grade.rules import Thresholds
+
+        return Thresholds(
+            reallocated_scrap=self.grade_reallocated_scrap,
+            reported_uncorrectable_scrap=self.grade_reported_uncorrectable_scrap,
+            media_errors_scrap=self.grade_media_errors_scrap,
+            wear_note_percent=self.grade_wear_note_percent,
+            wear_scrap_percent=self.grade_wear_scrap_percent,
+            power_on_hours_note=self.grade_power_on_hours_note)
+
     def with_values(self, values: Mapping[str, object], source: str = "--set") -> RunParams:
         changes: dict[str, Any] = {
             key: _convert(key, value, source) for key, value in values.items()
@@ -116,7 +142,10 @@ class RunParams:
 
 _FIELDS = {f.name: f for f in fields(RunParams)}
 _POSITIVE_INT = {"torture_seconds", "trim_torture_seconds", "fill_passes", "iodepth",
-                 "status_timeout_s", "random_read_seconds", "chart_iops_top"}
+                 "status_timeout_s", "random_read_seconds", "chart_iops_top",
+                 "grade_reallocated_scrap", "grade_reported_uncorrectable_scrap",
+                 "grade_media_errors_scrap", "grade_wear_note_percent",
+                 "grade_wear_scrap_percent", "grade_power_on_hours_note"}
 _BOOL = {"restore_native_max", "record_pdf"}
 
 
@@ -195,6 +224,11 @@ def _convert(key: str, value: object, source: str) -> object:
 
 
 def _check(params: RunParams, source: str) -> None:
+    if params.grade_wear_note_percent > params.grade_wear_scrap_percent:
+        raise ParamError(
+            f"{source}: key 'grade_wear_note_percent': expected at most "
+            f"grade_wear_scrap_percent ({params.grade_wear_scrap_percent}), got "
+            f"{params.grade_wear_note_percent}")
     start = params.steady_start_s
     if start is not None and start >= params.torture_seconds:
         raise ParamError(

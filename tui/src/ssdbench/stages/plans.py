@@ -6,12 +6,13 @@ from __future__ import annotations
 from ssdbench.record.stage import CertifiedEraseStage
 from ssdbench.stages.base import Stage
 from ssdbench.stages.discard import EraseStage, SettleStage, TrimStage
+from ssdbench.stages.grade import GradeStage
 from ssdbench.stages.health import HealthStage
 from ssdbench.stages.measure import fill_stage, randread_stage, readscan_stage, torture_stage
 from ssdbench.stages.partition import PartitionStage
 from ssdbench.stages.probe import probe_stage
 
-KINDS = ("consistency", "trim", "diagnose", "erase")
+KINDS = ("consistency", "trim", "diagnose", "erase", "grade")
 
 
 def consistency_stages(*, erase: bool = True, op_percent: int = 0) -> list[Stage]:
@@ -49,6 +50,8 @@ def stages_for(kind: str, *, erase: bool = True, op_percent: int = 0) -> list[St
         return trim_stages(erase=erase)
     if kind == "diagnose":
         return diagnose_stages()
+    if kind == "grade":  # read-only: the drive's own counters graded (grade/rules.py)
+        return [HealthStage("before"), GradeStage()]
     if kind == "erase":  # purge and verify only; writes the erase record (ssdbench.record)
         return [CertifiedEraseStage()]
     raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(KINDS)})")

@@ -40,6 +40,7 @@ DEFAULT_SPEED = (300.0, 400.0)
 NVME_ERASE_S = 60.0
 DISCARD_S = 10.0
 TRIM_S = 10.0
+GRADE_S = 10.0  # two smartctl -x reads
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,9 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
         if kind == "diagnose":
             parts.append((f"{label}/readscan", drive.size_bytes / MIB / read))
             parts.append((f"{label}/randread", float(params.random_read_seconds)))
+            continue
+        if kind == "grade":  # two smartctl reads
+            parts.append((f"{label}/grade", GRADE_S))
             continue
         parts.append((f"{label}/erase", erase_seconds(drive, erase_fallback)))
         if kind == "erase":  # purge and verify only: the read-back is a few blocks

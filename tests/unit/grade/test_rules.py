@@ -1,0 +1,164 @@
+"""Grading on the real smartctl captures in tests/data (#32 item 2): the healthy drives get
+reuse, the 970 EVO's media errors a note; the worn and failing shapes are the same real
+captures with one counter changed, as a failing drive reports it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ssdbench.devices.model import ParseError
+from ssdbench.grade.counters import parse_smartctl_grade
+from ssdbench.grade.rules import NOT_GRADABLE, NOTE, REUSE, SCRAP, Thresholds, grade_drive
+from tests.unit.devices.fixtures import BUNDLES, fixture_text
+
+SATA = "smart/smartctl-x-j_7.0_samsung-860-EVO-500GB_sata-ssd_devstats.json"
+NVME = "smart/smartctl-x-j_7.0_samsung-970-EVO-500GB_nvme.json"
+WD = "smart/smartctl-a-j_7.3_wd-red-SA500-4TB_sata-ssd_attr241-not-in-drivedb.json"
+QEMU = BUNDLES / "qemu-nvme-ahci-usb" / "cmd"
+
+
+def doc(rel: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(fixture_text(rel))
+    return data
+
+
+def graded(obj: dict[str, Any], limits: Thresholds | None = None) -> tuple[str, list[str]]:
+    g = grade_drive(parse_smartctl_grade(json.dumps(obj)), limits)
+    return g.grade, [r.text for r in g.reasons]
+
+
+def attr(obj: dict[str, Any], ident: int) -> dict[str, Any]:
+    found: dict[str, Any] = next(a for a in obj["ata_smart_attributes"]["table"]
+                                 if a["id"] == ident)
+    return found
+
+
+def test_the_real_healthy_drives_are_reuse() -> None:
+    sata = parse_smartctl_grade(fixture_text(SATA))
+    assert (sata.transport, sata.reallocated, sata.crc_errors, sata.percentage_used,
+            sata.life_left_percent, sata.life_attribute) == (
+        "ata", 0, 0, 19, 81, "Wear_Leveling_Count")
+    assert sata.self_test is not None and sata.self_test.passed is True
+    assert sata.self_test.kind == "short"
+    assert grade_drive(sata).grade == REUSE
+    assert graded(doc(WD)) == (REUSE, [])  # 233 Media_Wearout_Indicator 100: none used
+    nvme_qemu = json.loads((QEMU / "smartctl_-j_-x_dev_nvme0n1.out").read_text())
+    assert graded(nvme_qemu) == (REUSE, [])
+
+
+def test_the_970_evos_media_errors_are_a_note_or_scrap_by_the_threshold() -> None:
+    assert graded(doc(NVME)) == (NOTE, ["7 media and data integrity errors (unrecovered)"])
+    assert graded(doc(NVME), Thresholds(media_errors_scrap=5))[0] == SCRAP
+
+
+def test_qemus_ata_disk_has_hours_and_no_power_cycle() -> None:
+    ata = json.loads((QEMU / "smartctl_-j_-x_dev_sda.out").read_text())
+    inputs = parse_smartctl_grade(json.dumps(ata))  # exit status 4: some -x logs failed
+    assert inputs.available and inputs.warnings[0].startswith("smartctl exit status 4")
+    assert graded(ata) == (NOTE, ["history may have been reset: 1 power-on hours and 0 "
+                                  "power cycles"])
+
+
+def test_a_drive_smartctl_cannot_read_is_not_gradable_never_a_pass() -> None:
+    tcmu = (BUNDLES / "qemu-tcmu-ata-emu" / "cmd" / "smartctl_-j_-x_dev_sda.out").read_text()
+    # the target's emulated ATA disk behind a SCSI path: smartctl reads no SMART there
+    assert graded(json.loads(tcmu)) == (NOT_GRADABLE, [
+        "smartctl gave no SMART attributes and no NVMe health log (a USB bridge without ATA "
+        "pass-through?)"])
+    unopened = doc(SATA)
+    unopened["smartctl"] |= {"exit_status": 2, "messages": [
+        {"string": "/dev/sdz: No such device", "severity": "error"}]}
+    assert graded(unopened) == (NOT_GRADABLE, [
+        "smartctl could not read the drive: /dev/sdz: No such device"])
+    no_smart = doc(SATA) | {"smart_support": {"available": False}}
+    assert graded(no_smart) == (NOT_GRADABLE, ["the drive has no SMART"])
+    bridge = {k: v for k, v in doc(SATA).items()
+              if k not in ("ata_smart_attributes", "nvme_smart_health_information_log")}
+    assert graded(bridge)[0] == NOT_GRADABLE
+    with pytest.raises(ParseError):
+        parse_smartctl_grade('{"model_name": "x"}')
+
+
+@pytest.mark.parametrize(("ident", "raw", "grade", "words"), [
+    (197, 8, SCRAP, "8 sectors pending reallocation"),
+    (198, 1, SCRAP, "1 sectors uncorrectable in the offline scan"),
+    (5, 12, NOTE, "12 sectors or blocks reallocated"),
+    (5, 150, SCRAP, "150 sectors or blocks reallocated"),
+    (187, 3, NOTE, "3 uncorrectable errors reported to the host"),
+    (199, 41, NOTE, "41 interface CRC errors: a cable or connector fault, not the drive's"),
+])
+def test_ata_counters(ident: int, raw: int, grade: str, words: str) -> None:
+    obj = doc(SATA)
+    if ident in (197, 198):  # the 860 EVO does not list them: add them as drives do
+        obj["ata_smart_attributes"]["table"].append(
+            {"id": ident, "name": "Current_Pending_Sector", "value": 100, "worst": 100,
+             "thresh": 0, "when_failed": "", "raw": {"value": raw, "string": str(raw)}})
+    else:
+        attr(obj, ident)["raw"] = {"value": raw, "string": str(raw)}
+    got, reasons = graded(obj)
+    assert got == grade and reasons[0].startswith(words), reasons
+
+
+def test_the_drives_own_verdicts_and_a_failed_self_test_are_scrap() -> None:
+    obj = doc(SATA) | {"smart_status": {"passed": False}}
+    assert graded(obj)[0] == SCRAP
+    obj = doc(SATA)
+    attr(obj, 177)["when_failed"] = "now"
+    assert graded(obj) == (SCRAP, ["attribute Wear_Leveling_Count is at or below the drive's "
+                                   "own failure threshold"])
+    obj = doc(SATA)
+    entry = obj["ata_smart_self_test_log"]["extended"]["table"][0]
+    entry["status"] = {"value": 0x79, "string": "Completed: read failure", "passed": False}
+    assert graded(obj) == (SCRAP, ["its last self-test (short) failed: Completed: read "
+                                   "failure"])
+    entry["status"] = {"value": 0xF5, "string": "Self-test routine in progress"}
+    assert graded(obj)[0] == REUSE  # running: no verdict yet
+
+
+def test_wear_from_the_ata_attribute_when_there_is_no_device_statistic() -> None:
+    obj = doc(SATA)
+    obj.pop("ata_device_statistics")
+    attr(obj, 177)["value"] = 15
+    assert graded(obj) == (NOTE, ["85% of its rated life used"])
+    attr(obj, 177)["value"] = 0
+    assert graded(obj)[0] == SCRAP
+
+
+@pytest.mark.parametrize(("change", "grade", "words"), [
+    ({"critical_warning": 0x04}, SCRAP, "critical warning: NVM subsystem reliability degraded"),
+    ({"critical_warning": 0x02}, NOTE, "critical warning: temperature outside"),
+    ({"critical_warning": 0x08}, SCRAP, "critical warning: media placed in read-only mode"),
+    ({"available_spare": 5}, SCRAP, "available spare 5% is below its threshold 10%"),
+    ({"percentage_used": 85}, NOTE, "85% of its rated life used"),
+    ({"percentage_used": 112}, SCRAP, "112% of its rated life used"),
+])
+def test_nvme_counters(change: dict[str, int], grade: str, words: str) -> None:
+    obj = doc(NVME)
+    obj["nvme_smart_health_information_log"] |= change | {"media_errors": 0}
+    got, reasons = graded(obj)
+    assert got == grade and reasons[0].startswith(words), reasons
+
+
+def test_counters_that_contradict_each_other_say_history_may_have_been_reset() -> None:
+    obj = doc(NVME)
+    obj["nvme_smart_health_information_log"] |= {"power_on_hours": 0, "media_errors": 0}
+    obj["power_on_time"] = {"hours": 0}
+    got, reasons = graded(obj)
+    assert got == NOTE
+    assert reasons == ["history may have been reset: 31,281.5 GiB written by hosts in 0 "
+                       "power-on hours",
+                       "history may have been reset: 3% of its rated life used in 0 "
+                       "power-on hours"], reasons
+
+
+def test_a_counter_of_the_wrong_type_is_unknown_never_zero() -> None:
+    obj = doc(SATA)
+    attr(obj, 5)["raw"] = {"value": "12", "string": "12"}
+    inputs = parse_smartctl_grade(json.dumps(obj))
+    assert inputs.reallocated is None
+    obj = doc(NVME)
+    obj["nvme_smart_health_information_log"]["media_errors"] = -7
+    assert parse_smartctl_grade(json.dumps(obj)).media_errors is None

@@ -1,0 +1,1 @@
+"""Grading a drive by its own counters (docs/grading.md)."""

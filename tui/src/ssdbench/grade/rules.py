@@ -1,0 +1,175 @@
+"""A drive's health grade, with the reasons that set it (docs/grading.md has each rule and
+its source).
+
+Grades, worst first:
+
+* ``scrap``: the drive says it is failing or worn out, or data on it is unreadable now;
+* ``not gradable``: its counters cannot be read (a USB bridge, no SMART): never a pass;
+* ``reuse, with a note``: usable, with something the next owner should know;
+* ``reuse``: nothing found.
+
+Each rule adds a Reason (the grade it sets, what it says, the counter, its value and the
+threshold); the grade is the worst any reason sets. Thresholds are plan parameters
+(``grade_*``: a plan file, ``--set``, the kiosk config's ``[params]``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ssdbench.grade.counters import GradeInputs
+
+REUSE, NOTE, NOT_GRADABLE, SCRAP = "reuse", "reuse, with a note", "not gradable", "scrap"
+_ORDER = {REUSE: 0, NOTE: 1, NOT_GRADABLE: 2, SCRAP: 3}
+# NVMe critical warning bits (NVMe base specification, SMART / Health Information log)
+_CRITICAL = {0: ("available spare below its threshold", SCRAP),
+             1: ("temperature outside its thresholds", NOTE),
+             2: ("NVM subsystem reliability degraded (media or internal errors)", SCRAP),
+             3: ("media placed in read-only mode", SCRAP),
+             4: ("volatile memory backup device failed", SCRAP),
+             5: ("persistent memory region read-only", SCRAP)}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a counter turns a note into scrap (docs/grading.md "Thresholds")."""
+
+    reallocated_scrap: int = 100  # ATA 5: > 0 a note, at or above this scrap
+    reported_uncorrectable_scrap: int = 10  # ATA 187: > 0 a note
+    media_errors_scrap: int = 10  # NVMe media and data integrity errors: > 0 a note
+    wear_note_percent: int = 80  # rated life used (NVMe percentage used, ATA wear)
+    wear_scrap_percent: int = 100
+    power_on_hours_note: int = 43_800  # five years powered on
+
+
+@dataclass(frozen=True)
+class Reason:
+    grade: str
+    text: str
+    counter: str = ""
+    value: int | str | None = None
+    threshold: int | None = None
+
+
+@dataclass(frozen=True)
+class Grade:
+    grade: str
+    reasons: tuple[Reason, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"grade": self.grade, "reasons": [asdict(r) for r in self.reasons]}
+
+    @property
+    def summary(self) -> str:
+        """One line: the grade and its reasons' words."""
+        worst = [r.text for r in self.reasons if r.grade == self.grade]
+        return self.grade + (f": {'; '.join(worst)}" if worst else "")
+
+
+def grade_drive(inputs: GradeInputs, limits: Thresholds | None = None) -> Grade:
+    """The grade of a drive from its own counters."""
+    t = limits or Thresholds()
+    if not inputs.available:
+        return Grade(NOT_GRADABLE, (Reason(NOT_GRADABLE, inputs.reason or "no counters"),))
+    out: list[Reason] = []
+
+    def add(grade: str, text: str, counter: str = "", value: int | str | None = None,
+            threshold: int | None = None) -> None:
+        out.append(Reason(grade, text, counter, value, threshold))
+
+    if inputs.smart_passed is False:
+        add(SCRAP, "the drive's own SMART overall assessment says FAILED", "smart_status",
+            "failed")
+    for name in inputs.failing_now:
+        add(SCRAP, f"attribute {name} is at or below the drive's own failure threshold",
+            name, "now")
+    for name in inputs.failed_before:
+        add(NOTE, f"attribute {name} was below the drive's failure threshold before", name,
+            "past")
+    _ata_counters(inputs, t, add)
+    _nvme_counters(inputs, t, add)
+    _wear(inputs, t, add)
+    if inputs.power_on_hours is not None and inputs.power_on_hours >= t.power_on_hours_note:
+        add(NOTE, f"{inputs.power_on_hours:,} power-on hours "
+                  f"({inputs.power_on_hours / 8760:.1f} years)", "power_on_hours",
+            inputs.power_on_hours, t.power_on_hours_note)
+    for text in history_flags(inputs):
+        add(NOTE, f"history may have been reset: {text}", "history")
+    st = inputs.self_test
+    if st is not None and st.passed is False:
+        add(SCRAP, f"its last self-test ({st.kind}) failed: {st.status}", "self_test",
+            st.status)
+    grade = max((r.grade for r in out), key=_ORDER.__getitem__, default=REUSE)
+    return Grade(grade, tuple(sorted(out, key=lambda r: -_ORDER[r.grade])))
+
+
+def _ata_counters(i: GradeInputs, t: Thresholds, add: Any) -> None:
+    if i.pending:
+        add(SCRAP, f"{i.pending} sectors pending reallocation: data there cannot be read "
+                   "now", "pending_sectors", i.pending, 0)
+    if i.offline_uncorrectable:
+        add(SCRAP, f"{i.offline_uncorrectable} sectors uncorrectable in the offline scan",
+            "offline_uncorrectable", i.offline_uncorrectable, 0)
+    if i.reallocated:
+        scrap = i.reallocated >= t.reallocated_scrap
+        add(SCRAP if scrap else NOTE, f"{i.reallocated} sectors or blocks reallocated",
+            "reallocated", i.reallocated, t.reallocated_scrap)
+    if i.reported_uncorrectable:
+        scrap = i.reported_uncorrectable >= t.reported_uncorrectable_scrap
+        add(SCRAP if scrap else NOTE, f"{i.reported_uncorrectable} uncorrectable errors "
+                                      "reported to the host", "reported_uncorrectable",
+            i.reported_uncorrectable, t.reported_uncorrectable_scrap)
+    if i.command_timeouts:
+        add(NOTE, f"{i.command_timeouts} command timeouts", "command_timeouts",
+            i.command_timeouts)
+    if i.crc_errors:
+        add(NOTE, f"{i.crc_errors} interface CRC errors: a cable or connector fault, not the "
+                  "drive's (not counted against it; reseat or replace the cable)",
+            "crc_errors", i.crc_errors)
+
+
+def _nvme_counters(i: GradeInputs, t: Thresholds, add: Any) -> None:
+    if i.critical_warning:
+        for bit, (text, grade) in _CRITICAL.items():
+            if i.critical_warning & (1 << bit):
+                add(grade, f"critical warning: {text}", "critical_warning", i.critical_warning)
+    if (i.available_spare is not None and i.spare_threshold
+            and i.available_spare < i.spare_threshold):
+        add(SCRAP, f"available spare {i.available_spare}% is below its threshold "
+                   f"{i.spare_threshold}%", "available_spare", i.available_spare,
+            i.spare_threshold)
+    if i.media_errors:
+        scrap = i.media_errors >= t.media_errors_scrap
+        add(SCRAP if scrap else NOTE, f"{i.media_errors} media and data integrity errors "
+                                      "(unrecovered)", "media_errors", i.media_errors,
+            t.media_errors_scrap)
+
+
+def _wear(i: GradeInputs, t: Thresholds, add: Any) -> None:
+    used, where = i.percentage_used, "percentage_used"
+    if used is None and i.life_left_percent is not None:
+        used, where = max(0, 100 - i.life_left_percent), i.life_attribute
+    if used is None:
+        return
+    if used >= t.wear_scrap_percent:
+        add(SCRAP, f"{used}% of its rated life used", where, used, t.wear_scrap_percent)
+    elif used >= t.wear_note_percent:
+        add(NOTE, f"{used}% of its rated life used", where, used, t.wear_note_percent)
+
+
+def history_flags(i: GradeInputs) -> list[str]:
+    """Counters that contradict each other, as on a used drive whose usage counters were
+    reset to sell it as new (docs/grading.md "Reset history"): the evidence, one line each."""
+    out = []
+    hours, writes = i.power_on_hours, i.host_writes_bytes
+    if hours == 0 and writes is not None and writes >= 2**30:
+        out.append(f"{writes / 2**30:,.1f} GiB written by hosts in 0 power-on hours")
+    if hours == 0 and i.percentage_used:
+        out.append(f"{i.percentage_used}% of its rated life used in 0 power-on hours")
+    if hours is not None and hours > 0 and i.power_cycles == 0:
+        out.append(f"{hours:,} power-on hours and 0 power cycles")
+    if hours == 0 and i.life_left_percent is not None and i.life_left_percent < 100:
+        out.append(f"{i.life_attribute} says {100 - i.life_left_percent}% of its life used in "
+                   "0 power-on hours")
+    return out

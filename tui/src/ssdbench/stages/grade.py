@@ -1,0 +1,44 @@
+"""The grade stage: the drive's own counters (``smartctl -j -x``) graded by the rules of
+grade/rules.py with the plan's thresholds; run.json ``grade`` (docs/grading.md).
+
+Read-only. A drive smartctl cannot read is "not gradable" with the reason, never a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ssdbench.devices.model import ParseError
+from ssdbench.devices.smart import SMARTCTL_OK_CODES
+from ssdbench.grade.counters import GradeInputs, parse_smartctl_grade
+from ssdbench.grade.rules import Thresholds, grade_drive
+from ssdbench.stages.base import RunContext
+from ssdbench.system import CommandError
+
+
+def grade_now(ctx: RunContext) -> dict[str, Any]:
+    """Read the drive's counters now and grade them: run.json's ``grade`` member."""
+    try:
+        result = ctx.host.runner.run(["smartctl", "-j", "-x", ctx.target.path],
+                                     ok_codes=SMARTCTL_OK_CODES, timeout=120)
+        inputs = parse_smartctl_grade(result.text)
+    except CommandError as exc:
+        inputs = GradeInputs(False, f"smartctl failed: {exc}")
+    except ParseError as exc:
+        inputs = GradeInputs(False, f"smartctl's output not understood: {exc}")
+    params = ctx.params
+    limits = params.grade_thresholds() if hasattr(params, "grade_thresholds") else Thresholds()
+    grade = grade_drive(inputs, limits)
+    return {**grade.to_json(), "summary": grade.summary, "thresholds": limits.__dict__,
+            "inputs": inputs.to_json()}
+
+
+@dataclass
+class GradeStage:
+    name: str = "grade"
+
+    def execute(self, ctx: RunContext) -> None:
+        graded = grade_now(ctx)
+        ctx.record.set("grade", graded)
+        ctx.emit(self.name, "running", f"grade: {graded['summary']}")
