@@ -161,9 +161,16 @@ def start(args: argparse.Namespace) -> str:
         raise SimdriveError(f"size {size} is not a multiple of the {args.sector_size}-byte sector")
     if args.fob_iops <= 0:
         raise SimdriveError("--fob-iops must be positive")
+    fake = getattr(args, "fake", "") or ""
+    real = size
+    if fake:
+        real = parse_size(args.real_size) if getattr(args, "real_size", None) else 0
+        if not 0 < real < size or real % args.sector_size:
+            raise SimdriveError(f"--fake {fake}: --real-size must be a whole number of "
+                                f"sectors below the claimed {size} bytes")
     from simdrive.ftl import FTL
     try:
-        FTL(personality, size, args.fob_iops)  # geometry check before anything starts
+        FTL(personality, real, args.fob_iops)  # geometry check before anything starts
     except ValueError as exc:
         raise SimdriveError(str(exc)) from None
     d.mkdir(parents=True, exist_ok=True)
@@ -178,7 +185,7 @@ def start(args: argparse.Namespace) -> str:
         "preset": personality.name, "size": size, "fob_iops": args.fob_iops,
         "sector_size": args.sector_size, "serial": args.serial, "model": args.model,
         "seed": args.seed, "socket": str(sock), "truth": str(d / "truth.jsonl"),
-        "data": str(d / "data.img"),
+        "data": str(d / "data.img"), "fake": fake, "real_size": real,
     }
     argv = _at_drive_priority([
         "nbdkit", "--log=stderr", "--unix", str(sock), "--pidfile", str(pidfile),
@@ -186,6 +193,7 @@ def start(args: argparse.Namespace) -> str:
         f"preset={personality.name}", f"size={size}", f"fob={args.fob_iops}",
         f"data={d / 'data.img'}", f"truth={d / 'truth.jsonl'}", f"seed={args.seed}",
         f"serial={args.serial}", f"model={args.model}", f"sector_size={args.sector_size}",
+        *([f"fake={fake}", f"real_size={real}"] if fake else []),
     ], "nbdkit nbdkit-plugin-python")
     # nbdkit forks into the background once it is listening (its pidfile then exists); the
     # foreground mode dies with the process that started it.
@@ -367,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--model", default="")
     s.add_argument("--sector-size", type=int, default=512)
     s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--fake", choices=("wrap", "drop"), default="",
+                   help="a counterfeit: claims --size but holds --real-size; beyond it writes "
+                        "wrap (offset mod real) or vanish (reads give zeros)")
+    s.add_argument("--real-size", help="with --fake: the bytes it really holds")
     for name, hlp in (("attach", "expose DIR's drive as /dev/loopN (nbdfuse + loop, direct I/O)"),
                       ("detach", "remove the loop device and the fuse mount")):
         sub.add_parser(name, help=hlp).add_argument("--dir", required=True)

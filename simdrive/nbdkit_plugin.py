@@ -1,6 +1,8 @@
 # nbdkit Python plugin serving the simulated SSD (run by `scripts/simdrive start`):
 #   nbdkit --unix SOCK python simdrive/nbdkit_plugin.py preset=NAME size=BYTES fob=IOPS \
 #       data=DIR/data.img truth=DIR/truth.jsonl [seed=N serial=S model=M sector_size=512]
+# A counterfeit (fake=wrap|drop real_size=BYTES) claims size= but holds real_size: beyond it
+# writes wrap onto offset mod real_size, or vanish (reads give zeros).
 # The FTL state lives at module level behind one lock (multi-conn: open() runs per connection).
 # Each request is charged to the model under the lock, then sleeps until its completion time
 # (outside the lock), so several requests are in flight and the IOPS are the model's.
@@ -41,6 +43,8 @@ class _State:
         # byte ranges zeroed with MAY_TRIM since the last write (merged, sorted): when they
         # cover the drive, it was a whole-device zero (chunks may arrive in any order)
         self.zeroed: list[tuple[int, int]] = []
+        self.fake = ""  # "" | "wrap" | "drop": a counterfeit (docs/simdrive.md)
+        self.real = 0  # the bytes it holds (the FTL's size)
 
 
 _st = _State()
@@ -103,7 +107,8 @@ def _ticker() -> None:
 
 
 def config(key: str, value: str) -> None:
-    known = ("preset", "size", "fob", "data", "truth", "seed", "serial", "model", "sector_size")
+    known = ("preset", "size", "fob", "data", "truth", "seed", "serial", "model", "sector_size",
+             "fake", "real_size")
     if key not in known:
         raise RuntimeError(f"simdrive: unknown parameter {key!r} (known: {', '.join(known)})")
     _cfg[key] = value
@@ -121,14 +126,18 @@ def thread_model() -> int:
 
 def get_ready() -> None:
     size = int(_cfg["size"])
-    _st.ftl = FTL(get_preset(_cfg["preset"]), size, float(_cfg["fob"]), int(_cfg.get("seed", "1")))
+    _st.fake = _cfg.get("fake", "")
+    _st.real = int(_cfg.get("real_size", size)) if _st.fake else size
+    _st.ftl = FTL(get_preset(_cfg["preset"]), _st.real, float(_cfg["fob"]),
+                  int(_cfg.get("seed", "1")))
     _st.fd = os.open(_cfg["data"], os.O_RDWR | os.O_CREAT, 0o600)
-    os.ftruncate(_st.fd, size)
+    os.ftruncate(_st.fd, _st.real)
     _st.truth = builtins.open(_cfg["truth"], "a", encoding="utf-8")  # noqa: SIM115
     _st.last_free = _st.ftl.free_blocks
     _emit({
         "event": "start", "time": time.time(), "pid": os.getpid(), "preset": _cfg["preset"],
-        "size": size, "sector_size": int(_cfg.get("sector_size", "512")),
+        "size": _st.real, "claimed_size": size, "fake": _st.fake,
+        "sector_size": int(_cfg.get("sector_size", "512")),
         "serial": _cfg.get("serial", ""), "model": _cfg.get("model", ""),
         "personality": _st.ftl.p.as_dict(), "geometry": _st.ftl.geometry(),
     })
@@ -197,24 +206,60 @@ def _answer_write(done: float) -> None:
         _st.ftl.replied(time.time())
 
 
+def _segments(offset: int, length: int) -> list[tuple[int, int | None, int]]:
+    """(offset within the request, where it lands in the drive or None, length): one
+    piece for a genuine drive; a counterfeit's request is cut where its real capacity ends
+    (a wrap lands at offset mod real, a drop nowhere)."""
+    if not _st.fake:
+        return [(0, offset, length)]
+    out: list[tuple[int, int | None, int]] = []
+    pos, end = offset, offset + length
+    while pos < end:
+        if pos < _st.real:
+            n = min(end, _st.real) - pos
+            out.append((pos - offset, pos, n))
+        elif _st.fake == "wrap":
+            phys = pos % _st.real
+            n = min(end - pos, _st.real - phys)
+            out.append((pos - offset, phys, n))
+        else:
+            n = end - pos
+            out.append((pos - offset, None, n))
+        pos += n
+    return out
+
+
 def pread(h: int, buf: Any, offset: int, flags: int) -> None:
     assert _st.ftl is not None
+    segs = _segments(offset, len(buf))
     with _lock:
-        done = _st.ftl.read(time.time(), offset, len(buf))
-    n = os.preadv(_st.fd, [buf], offset)
-    if n < len(buf):
-        buf[n:] = bytes(len(buf) - n)
+        now = time.time()
+        done = max((_st.ftl.read(now, phys, n) for _r, phys, n in segs if phys is not None),
+                   default=now)
+    view = memoryview(buf)
+    for rel, phys, n in segs:
+        piece = view[rel:rel + n]
+        got = 0 if phys is None else os.preadv(_st.fd, [piece], phys)
+        if got < n:
+            piece[got:] = bytes(n - got)
     _sleep_until(done)
 
 
 def pwrite(h: int, buf: Any, offset: int, flags: int) -> None:
     assert _st.ftl is not None
+    segs = [(rel, phys, n) for rel, phys, n in _segments(offset, len(buf)) if phys is not None]
+    if not segs:
+        return  # a counterfeit's write past its capacity: acknowledged, kept nowhere
+    view = memoryview(buf)
     with _lock:
         now = time.time()
         if _st.ftl.bins and min(_st.ftl.bins) < int(now):
             _flush_truth()
-        done = _st.ftl.write(now, offset, len(buf))
-        os.pwrite(_st.fd, buf, offset)
+        done = now
+        for rel, phys, n in segs:
+            assert phys is not None
+            done = max(done, _st.ftl.write(now, phys, n))
+            os.pwrite(_st.fd, view[rel:rel + n], phys)
         _st.zeroed = []
     _answer_write(done)
 
@@ -227,6 +272,16 @@ def flush(h: int, flags: int) -> None:
 
 
 def trim(h: int, count: int, offset: int, flags: int) -> None:
+    assert _st.ftl is not None
+    if _st.fake:  # a counterfeit trims what it holds of the range (no whole-drive logic)
+        for _rel, phys, n in _segments(offset, count):
+            if phys is not None:
+                _trim(phys, n)
+        return
+    _trim(offset, count)
+
+
+def _trim(offset: int, count: int) -> None:
     assert _st.ftl is not None
     with _lock:
         now = time.time()
@@ -259,6 +314,12 @@ def zero(h: int, count: int, offset: int, flags: int) -> None:
     A zero without MAY_TRIM (NO_HOLE) writes zero pages at the normal write cost."""
     assert _st.ftl is not None
     may_trim = bool(flags & nbdkit.FLAG_MAY_TRIM)
+    if _st.fake:  # a counterfeit: its pieces, each as a zero of what it holds
+        pieces = [(phys, n) for _rel, phys, n in _segments(offset, count) if phys is not None]
+        if len(pieces) != 1 or pieces[0] != (offset, count):
+            for phys, n in pieces:
+                zero(h, n, phys, flags)
+            return
     with _lock:
         now = time.time()
         if may_trim:

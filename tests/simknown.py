@@ -57,11 +57,14 @@ def _simdrive(*args: str) -> str:
 
 @contextmanager
 def simulated_drive(folder: Path, preset: str, size: str, fob_iops: float, *,
-                    serial: str = "SIM0001", attach: bool = True) -> Iterator[SimDrive]:
+                    serial: str = "SIM0001", attach: bool = True, fake: str = "",
+                    real_size: str = "") -> Iterator[SimDrive]:
     """A simulated SSD the test owns: started (and attached as /dev/loopN when ``attach``),
-    stopped afterwards (truth.jsonl stays in ``folder``)."""
+    stopped afterwards (truth.jsonl stays in ``folder``); ``fake`` (wrap, drop) with
+    ``real_size``: a counterfeit that claims ``size``."""
+    extra = ("--fake", fake, "--real-size", real_size) if fake else ()
     sock = _simdrive("start", "--preset", preset, "--size", size, "--dir", str(folder),
-                     "--fob-iops", str(fob_iops), "--serial", serial)
+                     "--fob-iops", str(fob_iops), "--serial", serial, *extra)
     try:
         loop = _simdrive("attach", "--dir", str(folder)) if attach else None
         yield SimDrive(folder, Path(sock), loop)

@@ -25,9 +25,11 @@ def test_presets_load_and_say_what_they_run() -> None:
         "diagnose": ["diagnose"],
         "erase": ["erase"],
         "grade": ["grade"],
+        "intake": ["authenticity", "erase"],
     }
     assert not preset("diagnose").destructive and preset("trim").destructive
     assert not preset("grade").destructive  # read-only: no consent
+    assert preset("intake").destructive  # writes tags across the drive, then erases it
     assert preset("erase").destructive  # needs --destroy SERIAL like any erase
 
 

@@ -50,7 +50,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ssdbench.lab.config import StoreConfig, StoreConfigError, parse_store
 
-PLANS = ("review", "quick", "trim", "diagnose", "erase", "grade")
+PLANS = ("review", "quick", "trim", "diagnose", "erase", "grade", "intake")
 READ_ONLY_PLANS = ("diagnose", "grade")  # no `destroy` needed: nothing is written
 ON_FINISH = ("poweroff", "reboot", "stay")
 ALL_ELIGIBLE = "all-eligible"

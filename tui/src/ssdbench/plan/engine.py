@@ -457,8 +457,8 @@ def _one_run(ctx: _DriveRun, drive_dir: Path, spec: RunSpec, *, tools: dict[str,
         record.set("environment", environment_record(ctx.host, drive.transport,
                                                      drive.name, tools))
     # the diagnose run reads smartctl in its own health stages
-    watch = None if spec.kind in ("diagnose", "grade") else DriveWatch(ctx.host, drive.transport,
-                                                             drive.path)
+    watch = None if spec.kind in ("diagnose", "grade", "authenticity") else DriveWatch(
+        ctx.host, drive.transport, drive.path)
     before = watch.read(run_dir / "smart" / "before.json") if watch is not None else None
 
     def on_stage(stage: str, state: str) -> None:

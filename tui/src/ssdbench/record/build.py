@@ -127,6 +127,7 @@ def build_record(
     record_id: str | None = None,
     tcg_revert: Mapping[str, Any] | None = None,
     grade: Mapping[str, Any] | None = None,
+    authenticity: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The unsigned record (sign it with :func:`ssdbench.record.sign.sign_record`)."""
     method = (erase or {}).get("method")
@@ -167,4 +168,8 @@ def build_record(
             "grade": str(grade.get("grade")),
             "reasons": [str(r.get("text")) for r in grade.get("reasons") or []
                         if isinstance(r, Mapping)]}}),
+        # the plan's fake-capacity check before the erase (intake: grade/capacity.py)
+        **({} if authenticity is None else {"authenticity": {
+            k: authenticity.get(k) for k in ("verdict", "fake", "claimed_bytes", "real_bytes",
+                                             "summary")}}),
     }

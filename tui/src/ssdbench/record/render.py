@@ -96,6 +96,9 @@ def _grade_heading(record: Mapping[str, Any]) -> str:
     if not isinstance(g, Mapping) or not g.get("grade"):
         return "<h2>Drive health</h2>"
     reasons = [str(r) for r in g.get("reasons") or []]
+    auth = record.get("authenticity")
+    if isinstance(auth, Mapping) and auth.get("summary"):
+        reasons.append(f"Capacity check: {auth['summary']}")
     return (f"<h2>Drive health — grade: {escape(str(g['grade']))}</h2>"
             + (f"<p>{escape('; '.join(reasons))}</p>" if reasons else ""))
 

@@ -74,6 +74,17 @@ def _discovered(ctx: RunContext) -> dict[str, Any]:
     return drive if isinstance(drive, dict) else {}
 
 
+def _authenticity(ctx: RunContext) -> dict[str, Any] | None:
+    """The drive's fake-capacity check of this plan (the intake plan's authenticity run,
+    before this one), for the record; None when the plan had none."""
+    try:
+        data = jsonfile.read(ctx.run_dir.parent / "authenticity" / "run.json")
+    except (OSError, ValueError):
+        return None
+    found = data.get("authenticity") if isinstance(data, dict) else None
+    return found if isinstance(found, dict) else None
+
+
 def _health(ctx: RunContext, phase: str) -> Any:
     HealthStage(phase).execute(ctx)
     return (ctx.record.data.get("health") or {}).get(phase)
@@ -175,6 +186,7 @@ class CertifiedEraseStage:
         before = _health(ctx, "before")
         graded = grade_now(ctx)  # what a refurbisher decides on: reuse, note, scrap
         ctx.record.set("grade", graded)
+        checked = _authenticity(ctx)
         error, revert = unlock_for_erase(ctx, drive, self.name)
         if error is None:
             try:
@@ -198,6 +210,7 @@ class CertifiedEraseStage:
             health_before=before, health_after=after,
             started=_utc(wall0), finished=_utc(time.time()),
             duration_s=time.monotonic() - t0, tcg_revert=revert, grade=graded,
+            authenticity=checked,
         )
         key = str(getattr(params, "record_key", "") or "")
         # the next link of the results folder's record chain, signed with the record

@@ -400,6 +400,26 @@ ENVIRONMENT_ROWS = (("io_scheduler", "I/O scheduler"), ("write_cache", "Write ca
                     ("fio_version", "fio"), ("kernel", "Kernel"))
 
 
+def authenticity_html(meta: Mapping[str, Any]) -> str:
+    """run.json ``authenticity``: the fake-capacity check, its verdict and evidence."""
+    a = _mapping(meta.get("authenticity"))
+    if not isinstance(a.get("verdict"), str):
+        return ""
+    cls = "g-reuse" if a["verdict"] == "genuine" else "g-scrap"
+    out = (f"<h3>Capacity check</h3><p><span class=\"verdict {cls}\">{esc(a['verdict'])}"
+           f"</span> {esc(a.get('summary', ''))}</p>")
+    out += kv_table([("claimed", capacity_text(a.get("claimed_bytes"))),
+                     ("holds", capacity_text(a.get("real_bytes"))
+                      if a.get("real_bytes") is not None else "unknown"),
+                     ("tagged blocks written", a.get("tags_written")),
+                     ("grid", f"one every {a.get('grid_bytes')} bytes"),
+                     ("reads", a.get("reads")), ("seconds", a.get("seconds"))])
+    evidence = a.get("evidence")
+    if isinstance(evidence, list) and evidence:
+        out += "<ul>" + "".join(f"<li>{esc(e)}</li>" for e in evidence) + "</ul>"
+    return out
+
+
 def grade_html(meta: Mapping[str, Any]) -> str:
     """run.json ``grade``: the grade and each reason with its counter, value and threshold."""
     g = _mapping(meta.get("grade"))
@@ -448,7 +468,8 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
     out += kv_table([("started", meta.get("started")), ("finished", meta.get("finished")),
                      ("target", target_text(meta.get("target")))])
     out += _stats_rows(run) + _fill_html(run) + _trim_html(run, meta)
-    out += grade_html(meta) + health_html(meta, rel) + environment_html(meta)
+    out += authenticity_html(meta) + grade_html(meta) + health_html(meta, rel)
+    out += environment_html(meta)
     out += reconciliation_html(meta)
     for chart in charts:
         out += img(chart, rel, f"{run.run}: {chart.name}")

@@ -21,7 +21,7 @@ SUMMARY_COLUMNS = (
     # added later, at the end so that older readers' column positions still hold
     "trim_clean_mb_s", "trim_after_torture_mb_s", "trim_after_trim_mb_s", "warnings",
     "steady_state_iops", "steady_start_s", "cliff_at_s", "cliff_plateau_iops", "throttles",
-    "events", "grade", "grade_reasons",
+    "events", "grade", "grade_reasons", "authenticity", "real_capacity_bytes",
 )
 
 
@@ -81,7 +81,18 @@ def summary_row(report: DriveReport, run: RunAnalysis, meta: dict[str, Any]) -> 
         "throttles": _fmt(len(it.events.of("throttle")) if it and it.events else None),
         "events": events_text(it.events) if it and it.events else "",
         **grade_cells(meta),
+        **authenticity_cells(meta),
     }
+
+
+def authenticity_cells(meta: dict[str, Any]) -> dict[str, str]:
+    """run.json ``authenticity`` (the fake-capacity check): its verdict and what it holds."""
+    a = meta.get("authenticity")
+    if not isinstance(a, dict) or not isinstance(a.get("verdict"), str):
+        return {"authenticity": "", "real_capacity_bytes": ""}
+    real = a.get("real_bytes")
+    return {"authenticity": a["verdict"],
+            "real_capacity_bytes": str(real) if type(real) is int else ""}
 
 
 def grade_cells(meta: dict[str, Any]) -> dict[str, str]:

@@ -4,6 +4,7 @@ fill: every stage after it targets ``ctx.target``, which it may replace."""
 from __future__ import annotations
 
 from ssdbench.record.stage import CertifiedEraseStage
+from ssdbench.stages.authenticity import AuthenticityStage
 from ssdbench.stages.base import Stage
 from ssdbench.stages.discard import EraseStage, SettleStage, TrimStage
 from ssdbench.stages.grade import GradeStage
@@ -12,7 +13,7 @@ from ssdbench.stages.measure import fill_stage, randread_stage, readscan_stage, 
 from ssdbench.stages.partition import PartitionStage
 from ssdbench.stages.probe import probe_stage
 
-KINDS = ("consistency", "trim", "diagnose", "erase", "grade")
+KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity")
 
 
 def consistency_stages(*, erase: bool = True, op_percent: int = 0) -> list[Stage]:
@@ -50,6 +51,8 @@ def stages_for(kind: str, *, erase: bool = True, op_percent: int = 0) -> list[St
         return trim_stages(erase=erase)
     if kind == "diagnose":
         return diagnose_stages()
+    if kind == "authenticity":  # destructive: tagged blocks across the claimed span
+        return [AuthenticityStage()]
     if kind == "grade":  # read-only: the drive's own counters graded (grade/rules.py)
         return [HealthStage("before"), GradeStage()]
     if kind == "erase":  # purge and verify only; writes the erase record (ssdbench.record)

@@ -41,6 +41,7 @@ NVME_ERASE_S = 60.0
 DISCARD_S = 10.0
 TRIM_S = 10.0
 GRADE_S = 10.0  # two smartctl -x reads
+AUTHENTICITY_S = 60.0  # the quick capacity check: "about a minute"
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,9 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
             continue
         if kind == "grade":  # two smartctl reads
             parts.append((f"{label}/grade", GRADE_S))
+            continue
+        if kind == "authenticity":  # at most 65,536 tagged blocks written and read
+            parts.append((f"{label}/authenticity", AUTHENTICITY_S))
             continue
         parts.append((f"{label}/erase", erase_seconds(drive, erase_fallback)))
         if kind == "erase":  # purge and verify only: the read-back is a few blocks

@@ -1,0 +1,39 @@
+"""The authenticity stage: the quick fake-capacity check (grade/capacity.py) on the whole
+claimed span; run.json ``authenticity``. Destructive (tagged blocks across the drive):
+a plan with it needs consent like any erase. A fake fails the run with what it holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ssdbench.grade.capacity import DirectIO, check_capacity
+from ssdbench.stages.base import RunContext, StageFailed
+
+BLOCK = 4096
+
+
+@dataclass
+class AuthenticityStage:
+    name: str = "authenticity"
+
+    def execute(self, ctx: RunContext) -> None:
+        name = ctx.target.kernel_name
+        text = ctx.host.fs.read_text(f"/sys/class/block/{name}/queue/logical_block_size") \
+            if name else None
+        logical = int(text.strip()) if text and text.strip().isdigit() else 512
+        block = max(BLOCK, logical)
+        try:
+            io = DirectIO(ctx.target.path, block)
+        except OSError as exc:
+            raise StageFailed(f"{ctx.target.path}: cannot open for the check: "
+                              f"{exc.strerror or exc}") from None
+        try:
+            result = check_capacity(io, ctx.target.span_bytes, block,
+                                    progress=lambda line: ctx.emit(self.name, "running", line))
+        finally:
+            io.close()
+        ctx.record.set("authenticity", {**result.to_json(), "summary": result.summary})
+        ctx.emit(self.name, "running", result.summary)
+        if result.fake:
+            raise StageFailed(f"fake capacity: {result.summary}")
