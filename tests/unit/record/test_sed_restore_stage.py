@@ -96,7 +96,7 @@ def test_the_restored_drive_alone_is_discovered_again(tmp_path: Path,
 
     monkeypatch.setattr("ssdbench.devices.discover", discover)
     monkeypatch.setattr("ssdbench.devices.find_drive", lambda drives, spec: drives[0])
-    monkeypatch.setattr("ssdbench.plan.engine.secure_erase_hook",
+    monkeypatch.setattr("ssdbench.stages.secure_erase.secure_erase_hook",
                         lambda drive, root: lambda ctx: ERASE)
     runner = ScriptedRunner()
     runner.add(["hdparm", "-N", "/dev/sda"], RESTORED)  # the hidden-area check
@@ -171,7 +171,7 @@ def test_psid_revert_then_erase(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
         return hook
 
-    monkeypatch.setattr("ssdbench.plan.engine.secure_erase_hook", fake_hook)
+    monkeypatch.setattr("ssdbench.stages.secure_erase.secure_erase_hook", fake_hook)
     CertifiedEraseStage().execute(ctx)
     assert erased == [2] and hooks[0][1] == tmp_path / "results"
     assert looked == [{"sda"}]  # this drive only: the others may be in their erases

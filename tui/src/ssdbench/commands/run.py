@@ -28,11 +28,12 @@ from typing import Any, TextIO
 
 from ssdbench.exitcodes import ExitCode
 from ssdbench.plan import engine
-from ssdbench.plan.engine import DriveJob, DriveOutcome, Refused, secure_erase_hook
+from ssdbench.plan.engine import DriveJob, DriveOutcome, Refused
 from ssdbench.plan.journal import Journal, JournalError
 from ssdbench.plan.plans import PRESETS, Plan, PlanError, RunSpec, build_plan, plan_from_json
 from ssdbench.progress import Progress
 from ssdbench.stages.params import RunParams
+from ssdbench.stages.secure_erase import secure_erase_hook
 from ssdbench.system import Host, SystemRunner, live_host
 
 RUN_CHOICES = ("consistency", "trim", "all", "diagnose")

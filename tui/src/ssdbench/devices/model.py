@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ssdbench.devices.errors import ParseError as ParseError  # noqa: PLC0414 (re-exported)
+
 if TYPE_CHECKING:
     from ssdbench.devices.sed import SedState
 
@@ -39,8 +41,6 @@ ERASE_METHODS = (
 TRANSPORTS = ("sata", "ata", "nvme", "usb", "sas", "scsi", "virtio", "loop", "mmc", "other")
 
 
-class ParseError(ValueError):
-    """A tool's output could not be understood (names the tool and what was wrong)."""
 
 
 @dataclass(frozen=True)

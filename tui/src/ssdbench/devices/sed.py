@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ssdbench.devices.model import ParseError
+from ssdbench.devices.errors import ParseError
 from ssdbench.system import CommandError, Host
 
 LEVEL0_BYTES = 2048  # sedutil's MIN_BUFFER_LENGTH; what nvme security-recv asks for

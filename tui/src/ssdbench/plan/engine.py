@@ -29,9 +29,10 @@ from ssdbench.plan.plans import Plan, RunSpec
 from ssdbench.progress import Progress, ProgressCallback, ignore_progress
 from ssdbench.results import atomic
 from ssdbench.results.layout import RunRecord, drive_dir_name
-from ssdbench.stages.base import RunContext, SecureErase, StageFailed, resolve_target, run_stages
+from ssdbench.stages.base import RunContext, StageFailed, resolve_target, run_stages
 from ssdbench.stages.params import RunParams
 from ssdbench.stages.plans import stages_for
+from ssdbench.stages.secure_erase import ERASE_JOURNAL, secure_erase_hook
 from ssdbench.stages.sensors import DriveWatch, environment_record, health
 from ssdbench.system import (
     CommandError,
@@ -43,7 +44,6 @@ from ssdbench.system import (
     RunningProcess,
 )
 
-ERASE_JOURNAL = "erase-journal.json"
 _REPORT_LOCK = threading.Lock()  # matplotlib is not thread safe: one report at a time
 
 
@@ -121,33 +121,6 @@ def locate_drive(host: Host, spec: str) -> Drive:
 
 
 # ---- the erase room's secure erase ----
-
-def secure_erase_hook(drive: Drive, results_root: Path) -> SecureErase | None:
-    """The erase room's secure erase for this drive, or None (then erase_fallback applies).
-    Any exception inside it becomes StageFailed with the reason."""
-    try:
-        from ssdbench import erase
-    except ImportError:
-        return None
-    if not set(drive.erase_methods or ()) & set(erase.SECURE_METHODS):
-        return None
-    hook = erase.stage_hook(
-        erase.target_from_drive(drive),
-        journal=erase.JsonPasswordJournal(results_root / ERASE_JOURNAL),
-    )
-
-    def run(ctx: RunContext) -> Mapping[str, Any]:
-        try:
-            return hook(ctx)
-        except erase.EraseError as exc:
-            raise StageFailed(f"secure erase failed: {exc}") from exc
-        except StageFailed:
-            raise
-        except Exception as exc:
-            raise StageFailed(f"secure erase failed: {type(exc).__name__}: {exc}") from exc
-
-    return run
-
 
 def recover_password(host: Host, drive: Drive, results_root: Path) -> list[str]:
     """Remove an ATA password an interrupted erase left (the erase room's journal)."""

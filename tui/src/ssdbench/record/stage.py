@@ -95,7 +95,7 @@ def _rediscover(ctx: RunContext, drive: dict[str, Any]) -> Drive | str:
     the other drives, which may be in their own erases (station mode, a parallel kiosk
     run). The run's secure erase follows the fresh state."""
     from ssdbench.devices import DriveNotFound, discover, find_drive
-    from ssdbench.plan.engine import secure_erase_hook
+    from ssdbench.stages import secure_erase
 
     path = str(drive.get("path"))
     name = str(drive.get("name") or os.path.basename(path))
@@ -103,7 +103,7 @@ def _rediscover(ctx: RunContext, drive: dict[str, Any]) -> Drive | str:
         fresh = find_drive(discover(ctx.host, only={name}), path)
     except DriveNotFound as exc:
         return str(exc)
-    ctx.secure_erase = secure_erase_hook(fresh, ctx.run_dir.parent.parent)
+    ctx.secure_erase = secure_erase.secure_erase_hook(fresh, ctx.run_dir.parent.parent)
     return fresh
 
 
