@@ -182,3 +182,30 @@ def test_each_benchs_erase_records_are_checked_as_a_chain(tmp_path: Path) -> Non
     assert "the signature does not match the content" in built.benches["erase-3"].records
     page = fleet.fleet_html(built)
     assert page.count("chain broken") == 2 and "3 records, chain intact" in page
+
+
+def test_models_on_a_log_scale_a_model_less_drive_named_and_iops_printed_alike() -> None:
+    """#32 item 4, as a lab saw it: a drive without a model string at 35,526 IOPS beside
+    real drives at 103 and 111 drew as "?" on a linear scale that hid the others; steady
+    IOPS printed "54645 ± 14091" in one row and "101 ± 9" in the next."""
+    import re
+
+    def row(model: str, serial: str, mean: str, sd: str) -> dict[str, str]:
+        return dict.fromkeys(fleet.CSV_COLUMNS, "") | {
+            "bench": "b1", "model": model, "serial": serial, "run": "consistency-default",
+            "state": "done", "steady_iops": mean, "steady_iops_stddev": sd,
+            "started": "2026-11-27T10:00:00Z"}
+
+    rows = [row("", "USB0001", "35526", "14091"), row("WDC WDS100T", "W1", "103", "9"),
+            row("WDC WDS100T", "W2", "111", "8"), row("Crucial MX500", "C1", "54645", "14091")]
+    svg = fleet.model_chart(rows, "consistency-default")
+    assert "no model string: serial USB0001, bench b1" in svg and ">?<" not in svg
+    widths = [float(w) for w in re.findall(r'<rect x="\d+" y="[\d.]+" width="([\d.]+)"', svg)]
+    assert min(widths) > 0.2 * max(widths), widths  # 107 IOPS is a bar you can see
+    assert "log scale" in svg
+    page = fleet.fleet_html(fleet.Fleet({}, rows, "2026-11-27T10:00:00Z"))
+    assert "54,645 ± 14,091" in page and "103 ± 9" in page
+    assert "none reported" in page
+    # nothing keeps a long cell on one line: the page wraps to its window
+    assert re.search(r"th,td\{[^}]*white-space:nowrap", page) is None
+    assert "overflow-wrap:anywhere" in page

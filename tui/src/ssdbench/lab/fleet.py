@@ -258,8 +258,10 @@ def fleet_csv(fleet: Fleet) -> str:
 
 CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}
-table{border-collapse:collapse;margin:.5em 0}th,td{padding:.2em .6em;border-bottom:1px solid #ddd;
-text-align:left;white-space:nowrap}td:last-child{white-space:normal}td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
+table{border-collapse:collapse;margin:.5em 0;max-width:100%}th,td{padding:.2em .6em;
+border-bottom:1px solid #ddd;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th{background:#f3f3f3}.state{white-space:nowrap}svg{max-width:100%;height:auto}
 .state{font-weight:600;padding:.05em .5em;border-radius:.6em}.running{background:#d6eaff}
 .done{background:#d8f5d8}.failed,.damaged{background:#ffd6d6}.silent{background:#ffe9b3}
 .cancelled,.interrupted,.unknown{background:#eee}.small{color:#666;font-size:.9em}
@@ -307,38 +309,74 @@ def _table(head: Iterable[str], rows: Iterable[Iterable[str]], numeric: set[int]
     return "".join(out)
 
 
+def drive_name(r: dict[str, str]) -> str:
+    """What a row's drive is called: its model, or, for a drive that reports none (a USB
+    bridge, a counterfeit), what is known of it."""
+    if r.get("model"):
+        return r["model"]
+    known = [f"serial {r['serial']}" if r.get("serial") else "",
+             f"firmware {r['firmware']}" if r.get("firmware") else "",
+             f"bench {r['bench']}" if r.get("bench") else ""]
+    return "no model string: " + (", ".join(k for k in known if k) or "nothing reported")
+
+
 def model_chart(rows: list[dict[str, str]], run: str, limit: int = 25) -> str:
     """Inline SVG: per model, the steady IOPS of every run named ``run`` — a bar to the
-    median, a line from min to max, n runs."""
+    median, a line from min to max, n runs — on a log scale of whole decades, so that a
+    100-IOPS drive and a 35,000-IOPS one are both visible."""
     by_model: dict[str, list[float]] = {}
     for r in rows:
-        if r["run"] == run and r["steady_iops"] and r["state"] == "done":
-            by_model.setdefault(r["model"] or "?", []).append(float(r["steady_iops"]))
+        value = _num(_float(r["steady_iops"]))
+        if r["run"] == run and value is not None and value > 0 and r["state"] == "done":
+            by_model.setdefault(drive_name(r), []).append(value)
     if not by_model:
         return ""
     models = sorted(by_model, key=lambda m: (-len(by_model[m]), m))[:limit]
-    top = max(max(by_model[m]) for m in models) or 1.0
-    label_w, bar_w, row_h = 260, 560, 22
-    h = 30 + row_h * len(models)
+    # a decade below the slowest: its bar is a bar, not a sliver at the axis
+    lo = math.floor(math.log10(min(min(by_model[m]) for m in models))) - 1
+    hi = max(lo + 1, math.ceil(math.log10(max(max(by_model[m]) for m in models))))
+    label_w, bar_w, row_h = 300, 520, 22
+    h = 46 + row_h * len(models)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 140}" '
            f'height="{h}" role="img" aria-label="steady IOPS by model, {_e(run)}">']
+
+    def x(v: float) -> float:
+        return label_w + (math.log10(v) - lo) / (hi - lo) * bar_w
+
     for i, m in enumerate(models):
         vals = by_model[m]
         y = 20 + i * row_h
-        med, lo, hi = statistics.median(vals), min(vals), max(vals)
-
-        def x(v: float) -> float:
-            return label_w + v / top * bar_w
-        out.append(f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end">{_e(m[:40])}</text>'
+        med, low, high = statistics.median(vals), min(vals), max(vals)
+        out.append(f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end">{_e(m[:44])}</text>'
                    f'<rect x="{label_w}" y="{y + 3}" width="{x(med) - label_w:.1f}" '
                    f'height="{row_h - 8}" fill="#4a90d9"/>'
-                   f'<line x1="{x(lo):.1f}" x2="{x(hi):.1f}" y1="{y + 10}" y2="{y + 10}" '
+                   f'<line x1="{x(low):.1f}" x2="{x(high):.1f}" y1="{y + 10}" y2="{y + 10}" '
                    f'stroke="#222" stroke-width="1.5"/>'
                    f'<text x="{label_w + bar_w + 8}" y="{y + 14}">{med:,.0f} (n={len(vals)})'
                    "</text>")
-    out.append(f'<text x="{label_w}" y="12" fill="#666">steady IOPS, median (bar), '
-               f"min–max (line); 0–{top:,.0f}</text></svg>")
+    axis_y = 22 + row_h * len(models)
+    for d in range(lo, hi + 1):
+        out.append(f'<line x1="{x(10.0 ** d):.1f}" x2="{x(10.0 ** d):.1f}" y1="18" '
+                   f'y2="{axis_y}" stroke="#ccc"/><text x="{x(10.0 ** d):.1f}" '
+                   f'y="{axis_y + 14}" text-anchor="middle" fill="#666">{10 ** d:,}</text>')
+    out.append(f'<text x="{label_w}" y="12" fill="#666">steady IOPS (log scale), median '
+               "(bar), min–max (line)</text></svg>")
     return "".join(out)
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _iops_text(mean: str, stddev: str) -> str:
+    """Steady IOPS as the page prints them: thousands separated, the same way every row."""
+    m, sd = _num(_float(mean)), _num(_float(stddev))
+    if m is None:
+        return ""
+    return f"{m:,.0f}" + ("" if sd is None else f" ± {sd:,.0f}")
 
 
 def fleet_html(fleet: Fleet) -> str:
@@ -382,10 +420,10 @@ def fleet_html(fleet: Fleet) -> str:
     parts.append(_table(
         ("when", "bench", "model", "firmware", "serial", "run", "state", "TRIM",
          "steady IOPS", "erase", "grade"),
-        ((_e(r["started"]), _e(r["bench"]), _e(r["model"]), _e(r["firmware"]),
+        ((_e(r["started"]), _e(r["bench"]),
+          _e(r["model"]) or "<span class='small'>none reported</span>", _e(r["firmware"]),
           _e(r["serial"]), _e(r["run"]), _state(r["state"]), _e(r["trim_verdict"]),
-          _e(r["steady_iops"] + (f" ± {r['steady_iops_stddev']}"
-                                 if r["steady_iops_stddev"] else "")),
+          _e(_iops_text(r["steady_iops"], r["steady_iops_stddev"])),
           _e(r["erase_method"] + (" (verified)" if r["erase_verified"] == "true" else "")),
           f"<span title='{_e(r['grade_reasons'])}'>{_e(r['grade'])}</span>"
           if r["grade"] else "")
