@@ -32,7 +32,11 @@ def test_grade_plan_on_a_loop_device_is_read_only_and_not_gradable(loop: str,
         ExitCode.OK)
     assert hashlib.sha256(Path(loop).read_bytes()).hexdigest() == before
     [run_json] = list(results.rglob("grade/run.json"))
-    grade = json.loads(run_json.read_text())["grade"]
+    run = json.loads(run_json.read_text())
+    # the plan's short self-test: a loop device has none, said so, never a pass
+    assert run["self_test"]["ran"] is False, run["self_test"]
+    assert run["self_test"]["summary"].startswith("not run: smartctl -c"), run["self_test"]
+    grade = run["grade"]
     assert grade["grade"] == "not gradable", grade
     assert grade["reasons"][0]["grade"] == "not gradable"
     assert "smartctl" in grade["reasons"][0]["text"], grade

@@ -427,6 +427,10 @@ def grade_html(meta: Mapping[str, Any]) -> str:
         return ""
     reasons = [r for r in g.get("reasons") or [] if isinstance(r, dict)]
     out = f"<h3>Health grade</h3><p>{grade_badge(g['grade'])}</p>"
+    st = _mapping(meta.get("self_test"))
+    if st.get("summary"):
+        out += (f"<p>Self-test ({esc(st.get('kind'))}): {esc(st['summary'])}"
+                + (f", {esc(st.get('seconds'))} s" if st.get("ran") else "") + "</p>")
     if reasons:
         out += table(["sets", "reason", "counter", "value", "threshold"],
                      [[r.get("grade"), r.get("text"), r.get("counter"), r.get("value"),

@@ -6,12 +6,13 @@ Read-only. A drive smartctl cannot read is "not gradable" with the reason, never
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from ssdbench.devices.model import ParseError
 from ssdbench.devices.smart import SMARTCTL_OK_CODES
-from ssdbench.grade.counters import GradeInputs, parse_smartctl_grade
+from ssdbench.grade.counters import GradeInputs, SelfTest, parse_smartctl_grade
 from ssdbench.grade.rules import Thresholds, grade_drive
 from ssdbench.stages.base import RunContext
 from ssdbench.system import CommandError
@@ -27,6 +28,13 @@ def grade_now(ctx: RunContext) -> dict[str, Any]:
         inputs = GradeInputs(False, f"smartctl failed: {exc}")
     except ParseError as exc:
         inputs = GradeInputs(False, f"smartctl's output not understood: {exc}")
+    # the self-test this run started (stages/selftest.py) over whatever the log said before
+    ran = ctx.record.data.get("self_test")
+    fresh = ran.get("result") if isinstance(ran, dict) and ran.get("ran") else None
+    if inputs.available and isinstance(fresh, dict):
+        inputs = dataclasses.replace(inputs, self_test=SelfTest(
+            str(fresh.get("kind")), fresh.get("passed"), str(fresh.get("status")),
+            fresh.get("power_on_hours")))
     params = ctx.params
     limits = params.grade_thresholds() if hasattr(params, "grade_thresholds") else Thresholds()
     grade = grade_drive(inputs, limits)

@@ -83,6 +83,8 @@ class RunParams:
     restore_native_max: bool = False
     """Erase plan: restore an HPA's hidden sectors (hdparm -N p<native>) before the erase, so
     the erase covers the whole drive; setting it is the consent (docs/erase.md)."""
+    self_test: str = "none"
+    """Grade plan: the drive's own self-test first: none, short or extended."""
     grade_reallocated_scrap: int = 100
     """Grade: ATA reallocated sectors (5) at or above this are scrap (> 0: a note)."""
     grade_reported_uncorrectable_scrap: int = 10
@@ -211,6 +213,8 @@ def _convert(key: str, value: object, source: str) -> object:
         raise bad(" or ".join(PROBE_PRESETS))
     if key == "erase_fallback" and value not in ("fail", "discard"):
         raise bad("fail or discard")
+    if key == "self_test" and value not in ("none", "short", "extended"):
+        raise bad("none, short or extended")
     if key == "psid" and value == PSID_GIVEN:
         return ""  # a plan read back from run.json / the journal: the PSID was not kept
     if key == "psid" and value:

@@ -12,6 +12,7 @@ from ssdbench.stages.health import HealthStage
 from ssdbench.stages.measure import fill_stage, randread_stage, readscan_stage, torture_stage
 from ssdbench.stages.partition import PartitionStage
 from ssdbench.stages.probe import probe_stage
+from ssdbench.stages.selftest import SelfTestStage
 
 KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity")
 
@@ -54,7 +55,7 @@ def stages_for(kind: str, *, erase: bool = True, op_percent: int = 0) -> list[St
     if kind == "authenticity":  # destructive: tagged blocks across the claimed span
         return [AuthenticityStage()]
     if kind == "grade":  # read-only: the drive's own counters graded (grade/rules.py)
-        return [HealthStage("before"), GradeStage()]
+        return [HealthStage("before"), SelfTestStage(), GradeStage()]
     if kind == "erase":  # purge and verify only; writes the erase record (ssdbench.record)
         return [CertifiedEraseStage()]
     raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(KINDS)})")

@@ -42,6 +42,8 @@ DISCARD_S = 10.0
 TRIM_S = 10.0
 GRADE_S = 10.0  # two smartctl -x reads
 AUTHENTICITY_S = 60.0  # the quick capacity check: "about a minute"
+SELF_TEST_SHORT_S = 120.0  # ATA and NVMe short self-tests: about two minutes
+SELF_TEST_EXTENDED_S = 3600.0  # an hour assumed; the drive's own estimate shows once started
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,12 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
             parts.append((f"{label}/readscan", drive.size_bytes / MIB / read))
             parts.append((f"{label}/randread", float(params.random_read_seconds)))
             continue
-        if kind == "grade":  # two smartctl reads
+        if kind == "grade":  # the drive's self-test (its own estimate is read when it
+            # starts), then two smartctl reads
+            test = {"short": SELF_TEST_SHORT_S, "extended": SELF_TEST_EXTENDED_S}.get(
+                str(getattr(params, "self_test", "none")), 0.0)
+            if test:
+                parts.append((f"{label}/self-test", test))
             parts.append((f"{label}/grade", GRADE_S))
             continue
         if kind == "authenticity":  # at most 65,536 tagged blocks written and read

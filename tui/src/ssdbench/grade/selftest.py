@@ -1,0 +1,115 @@
+"""The drive's own self-test: ATA SMART short / extended (``smartctl -t``, polled with
+``smartctl -c``) and the NVMe device self-test (``nvme device-self-test``, polled with
+``nvme self-test-log``), parsed into frozen dataclasses (docs/grading.md "Self-tests").
+
+Every value is untrusted: a status that cannot be read is a ParseError naming the tool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ssdbench.devices.errors import ParseError
+from ssdbench.devices.nvme import load_json_object
+from ssdbench.devices.smart import dig
+from ssdbench.grade.counters import SELF_TEST_FAILED, SelfTest
+
+# the ATA self-test execution status's upper nibble (ATA8-ACS SMART READ DATA byte 363)
+ATA_RUNNING = 15
+_ATA_WORDS = {0: "completed without error", 1: "aborted by the host", 2: "interrupted by a reset",
+              3: "fatal error", 4: "failed: unknown test element", 5: "failed: electrical element",
+              6: "failed: servo/seek element", 7: "failed: read element",
+              8: "failed: handling damage"}
+
+
+@dataclass(frozen=True)
+class AtaSelfTestState:
+    """``smartctl -j -c``: what the drive says about its self-test now."""
+
+    running: bool
+    remaining_percent: int | None  # while running (the drive counts down in tens)
+    status: str  # the drive's words
+    passed: bool | None  # the last one's outcome when not running
+    short_minutes: int | None  # the drive's own estimates
+    extended_minutes: int | None
+    supported: bool
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def parse_smartctl_capabilities(text: str) -> AtaSelfTestState:
+    obj = load_json_object(text, "smartctl -c")
+    status = dig(obj, "ata_smart_data", "self_test", "status")
+    if not isinstance(status, dict) or _int(status.get("value")) is None:
+        raise ParseError("smartctl -c: no ata_smart_data.self_test.status value")
+    value = status["value"]
+    nibble = value >> 4
+    running = nibble == ATA_RUNNING
+    remaining = _int(status.get("remaining_percent"))
+    if running and remaining is None:
+        remaining = (value & 0x0F) * 10  # the low nibble: tens of percent left
+    passed = status.get("passed")
+    return AtaSelfTestState(
+        running=running, remaining_percent=remaining if running else None,
+        status=str(status.get("string") or _ATA_WORDS.get(nibble, f"status {value:#x}")),
+        passed=None if running else (passed if isinstance(passed, bool) else (
+            True if nibble == 0 else False if nibble in SELF_TEST_FAILED else None)),
+        short_minutes=_int(dig(obj, "ata_smart_data", "self_test", "polling_minutes", "short")),
+        extended_minutes=_int(dig(obj, "ata_smart_data", "self_test", "polling_minutes",
+                                  "extended")),
+        supported=dig(obj, "ata_smart_data", "capabilities", "self_tests_supported") is True)
+
+
+def _norm(key: Any) -> str:
+    return "".join(ch for ch in str(key).lower() if ch.isalnum())
+
+
+@dataclass(frozen=True)
+class NvmeSelfTestState:
+    """``nvme self-test-log -o json``: the operation running now and the log's newest."""
+
+    running: bool
+    operation: int  # 0 none, 1 short, 2 extended, 0xE vendor
+    completion_percent: int | None
+    latest: SelfTest | None
+
+
+# NVMe self-test result codes (Device Self-test log, result bits 3:0)
+_NVME_RESULTS = {0: "completed without error", 1: "aborted by a Device Self-test command",
+                 2: "aborted by a Controller Level Reset", 3: "aborted by a namespace removal",
+                 4: "aborted by a Format NVM command", 5: "a fatal or unknown test error",
+                 6: "completed with a failed segment (segment unknown)",
+                 7: "completed with one or more failed segments", 8: "aborted for an unknown "
+                 "reason", 9: "aborted by a sanitize operation", 0xF: "entry not used"}
+
+
+def parse_nvme_self_test_log(text: str) -> NvmeSelfTestState:
+    """nvme-cli 2.x's JSON, its keys compared without case, spaces or underscores
+    ("Current Device Self-Test Operation" in 2.3, "current_operation" in later ones)."""
+    obj = load_json_object(text, "nvme self-test-log")
+    flat = {_norm(k): v for k, v in obj.items()}
+    op = _int(flat.get("currentdeviceselftestoperation", flat.get("currentoperation")))
+    done = _int(flat.get("currentdeviceselftestcompletion", flat.get("completion")))
+    if op is None:
+        raise ParseError("nvme self-test-log: no current operation")
+    reports = next((v for k, v in flat.items() if k in ("listofvalidreports", "result")
+                    and isinstance(v, list)), [])
+    latest = None
+    for entry in reports:
+        e = {_norm(k): v for k, v in entry.items()} if isinstance(entry, dict) else {}
+        status = _int(e.get("selftestresult", e.get("deviceselfteststatus")))
+        if status is None:
+            continue
+        code = status & 0x0F
+        if code == 0x0F:
+            continue  # an unused entry
+        kind = _int(e.get("selftestcode")) or (status >> 4)
+        latest = SelfTest({1: "short", 2: "extended"}.get(kind, "other"),
+                          True if code == 0 else False if code in (5, 6, 7) else None,
+                          _NVME_RESULTS.get(code, f"result {code}"),
+                          _int(e.get("poweronhours")))
+        break
+    return NvmeSelfTestState(op != 0, op, done if op != 0 else None, latest)

@@ -1,0 +1,160 @@
+"""The self-test stage (plan parameter ``self_test``: none, short, extended): the drive's own
+test, started, polled with its progress and an ETA from the drive's own estimate, aborted
+on cancel; run.json ``self_test``. Read-only for the data (the drive reads its own media).
+
+ATA (and SATA behind a SAT bridge): ``smartctl -t short|long``, ``smartctl -c`` every few
+seconds, ``smartctl -X`` to abort. NVMe: ``nvme device-self-test -s 1|2``, ``nvme
+self-test-log -o json``, ``-s 0xf`` to abort. A drive that refuses (no SMART, no self-test
+support, a loop device) is recorded as not run, with the reason: the grade then says the
+self-test is missing, never that it passed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ssdbench.devices.errors import ParseError
+from ssdbench.devices.smart import SMARTCTL_OK_CODES
+from ssdbench.grade.counters import SelfTest
+from ssdbench.grade.selftest import parse_nvme_self_test_log, parse_smartctl_capabilities
+from ssdbench.stages.base import RunContext, StageCancelled, StageFailed
+from ssdbench.system import CommandError
+
+POLL_S = 5.0
+# the drive's estimate times this, plus this, before the stage gives up on a test that runs on
+SLACK, SLACK_S = 3.0, 300.0
+NVME_SHORT_S = 120.0  # NVMe's short test is at most two minutes (NVMe base specification)
+
+
+@dataclass
+class SelfTestStage:
+    name: str = "self-test"
+    poll_s: float = POLL_S
+
+    def execute(self, ctx: RunContext) -> None:
+        kind = str(getattr(ctx.params, "self_test", "none") or "none")
+        if kind == "none":
+            return
+        name = ctx.target.kernel_name or ""
+        runner = _Nvme(ctx, kind) if name.startswith("nvme") else _Ata(ctx, kind)
+        try:
+            result = runner.run(self)
+        except StageCancelled:
+            runner.abort()
+            raise
+        ctx.record.set("self_test", result)
+        ctx.emit(self.name, "running", f"self-test ({kind}): {result['summary']}")
+
+
+def _record(kind: str, test: SelfTest | None, seconds: float, why: str = "") -> dict[str, Any]:
+    if test is None:
+        return {"kind": kind, "ran": False, "reason": why, "seconds": round(seconds, 1),
+                "summary": f"not run: {why}"}
+    words = {True: "passed", False: "FAILED", None: "no verdict"}[test.passed]
+    return {"kind": kind, "ran": True, "result": asdict(test), "seconds": round(seconds, 1),
+            "summary": f"{words} ({test.status})"}
+
+
+class _Ata:
+    def __init__(self, ctx: RunContext, kind: str) -> None:
+        self.ctx, self.kind = ctx, kind
+        self.path = ctx.target.path
+
+    def _smartctl(self, *args: str) -> str:
+        return self.ctx.host.runner.run(["smartctl", "-j", *args, self.path],
+                                        ok_codes=SMARTCTL_OK_CODES, timeout=120).text
+
+    def abort(self) -> None:
+        try:
+            self._smartctl("-X")
+        except CommandError:
+            pass
+
+    def run(self, stage: SelfTestStage) -> dict[str, Any]:
+        t0 = time.monotonic()
+        try:
+            state = parse_smartctl_capabilities(self._smartctl("-c"))
+        except (CommandError, ParseError) as exc:
+            return _record(self.kind, None, 0.0, f"smartctl -c: {exc}")
+        if not state.supported:
+            return _record(self.kind, None, 0.0, "the drive does not support self-tests")
+        minutes = state.short_minutes if self.kind == "short" else state.extended_minutes
+        try:
+            self._smartctl("-t", "short" if self.kind == "short" else "long")
+        except CommandError as exc:
+            return _record(self.kind, None, 0.0, f"smartctl -t refused: {exc}")
+        budget = (minutes or 2) * 60.0 * SLACK + SLACK_S
+        while True:
+            if stage_wait(self.ctx, stage.poll_s):
+                raise StageCancelled("cancelled during the self-test")
+            try:
+                state = parse_smartctl_capabilities(self._smartctl("-c"))
+            except (CommandError, ParseError) as exc:
+                raise StageFailed(f"self-test: the drive stopped answering: {exc}") from None
+            elapsed = time.monotonic() - t0
+            if not state.running:
+                test = SelfTest(self.kind, state.passed, state.status)
+                return _record(self.kind, test, elapsed)
+            left = state.remaining_percent
+            fraction = None if left is None else max(0.0, min(1.0, 1 - left / 100))
+            eta = None if minutes is None else max(0.0, minutes * 60.0 - elapsed)
+            self.ctx.emit(stage.name, "running", f"{state.status}", fraction=fraction,
+                          eta_s=eta)
+            if elapsed > budget:
+                self.abort()
+                raise StageFailed(f"self-test still running after {elapsed:.0f} s (the drive "
+                                  f"estimated {minutes} min): aborted")
+
+
+class _Nvme:
+    def __init__(self, ctx: RunContext, kind: str) -> None:
+        self.ctx, self.kind = ctx, kind
+        self.path = ctx.target.path
+
+    def _nvme(self, *args: str) -> str:
+        return self.ctx.host.runner.run(["nvme", *args], timeout=120).text
+
+    def abort(self) -> None:
+        try:
+            self._nvme("device-self-test", self.path, "-s", "0xf")
+        except CommandError:
+            pass
+
+    def run(self, stage: SelfTestStage) -> dict[str, Any]:
+        t0 = time.monotonic()
+        try:
+            self._nvme("device-self-test", self.path, "-s", "1" if self.kind == "short" else "2")
+        except CommandError as exc:
+            return _record(self.kind, None, 0.0, f"nvme device-self-test refused: {exc}")
+        budget = NVME_SHORT_S * SLACK + SLACK_S if self.kind == "short" else 6 * 3600.0
+        while True:
+            try:
+                state = parse_nvme_self_test_log(self._nvme("self-test-log", self.path,
+                                                            "-o", "json"))
+            except (CommandError, ParseError) as exc:
+                raise StageFailed(f"self-test: the drive stopped answering: {exc}") from None
+            elapsed = time.monotonic() - t0
+            if not state.running:
+                return _record(self.kind, state.latest, elapsed,
+                               "the drive's self-test log has no result")
+            fraction = None if state.completion_percent is None else (
+                state.completion_percent / 100)
+            eta = None
+            if fraction and fraction > 0.05:
+                eta = elapsed / fraction - elapsed
+            elif self.kind == "short":
+                eta = max(0.0, NVME_SHORT_S - elapsed)
+            self.ctx.emit(stage.name, "running", f"{state.completion_percent}% done",
+                          fraction=fraction, eta_s=eta)
+            if elapsed > budget:
+                self.abort()
+                raise StageFailed(f"self-test still running after {elapsed:.0f} s: aborted")
+            if stage_wait(self.ctx, stage.poll_s):
+                raise StageCancelled("cancelled during the self-test")
+
+
+def stage_wait(ctx: RunContext, seconds: float) -> bool:
+    """Wait, or return True at once when the user cancels."""
+    return ctx.cancel.wait(seconds)
