@@ -22,6 +22,8 @@ from ssdbench.devices.model import ParseError
 from ssdbench.erase import hdparm as erase_hdparm
 from ssdbench.erase import hidden
 from ssdbench.fio import status
+from ssdbench.grade.counters import parse_smartctl_grade
+from ssdbench.grade.selftest import parse_smartctl_capabilities
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROUNDS = 1000  # mutations per capture (2000 found nothing more, 46 s)
@@ -74,6 +76,10 @@ PARSERS: dict[str, tuple[Parser, list[Path]]] = {
         "bundles/*/fs/proc/self/mountinfo")),
     "fio --output-format=json stream": (_fio_stream, _files(
         "fio/*/stdout.txt")),
+    "smartctl grade": (parse_smartctl_grade, _files(
+        "fixtures/smart/smartctl-*", "bundles/*/cmd/smartctl_-j_-x_*.out")),
+    "smartctl -c": (parse_smartctl_capabilities, _files(
+        "fixtures/smart/smartctl-*", "bundles/*/cmd/smartctl_-j_-x_dev_sda.out")),
 }
 
 
