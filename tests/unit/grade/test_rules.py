@@ -162,3 +162,25 @@ def test_a_counter_of_the_wrong_type_is_unknown_never_zero() -> None:
     obj = doc(NVME)
     obj["nvme_smart_health_information_log"]["media_errors"] = -7
     assert parse_smartctl_grade(json.dumps(obj)).media_errors is None
+
+
+def test_a_capacity_that_does_not_add_up_is_named() -> None:
+    """#32 item 3, identity: what the drive reports (IDENTIFY / READ CAPACITY, the NVMe
+    namespace's NSZE, NCAP, NUSE as smartctl reads them) against the kernel's size."""
+    nvme = json.loads((QEMU / "smartctl_-j_-x_dev_nvme0n1.out").read_text())
+    inputs = parse_smartctl_grade(json.dumps(nvme))
+    assert inputs.reported_bytes == 268435456
+    assert inputs.namespace_bytes == (268435456, 268435456, 268435456)
+    assert grade_drive(inputs, kernel_bytes=268435456).grade == REUSE
+    got = grade_drive(inputs, kernel_bytes=250_000_000)
+    assert got.grade == NOTE
+    assert [r.text for r in got.reasons] == [
+        "identity does not add up: the drive reports 268,435,456 bytes, the kernel sees "
+        "250,000,000",
+        "identity does not add up: the namespace's size is 268,435,456 bytes, the kernel "
+        "sees 250,000,000"]
+    nvme["nvme_namespaces"][0]["capacity"]["bytes"] = 2 * 268435456
+    reasons = [r.text for r in grade_drive(parse_smartctl_grade(json.dumps(nvme)),
+                                           kernel_bytes=268435456).reasons]
+    assert reasons == ["identity does not add up: namespace capacity 536,870,912 bytes "
+                       "exceeds its size 268,435,456 (NCAP > NSZE)"]

@@ -71,6 +71,10 @@ class GradeInputs:
     error_log_entries: int | None = None
     unsafe_shutdowns: int | None = None
     self_test: SelfTest | None = None
+    # identity: the capacity the drive reports (ATA IDENTIFY / SCSI READ CAPACITY as smartctl
+    # reads it) and an NVMe namespace's size, capacity and utilization (NSZE, NCAP, NUSE)
+    reported_bytes: int | None = None
+    namespace_bytes: tuple[int | None, int | None, int | None] = (None, None, None)
     warnings: tuple[str, ...] = ()  # what smartctl said went wrong while reading
 
     def to_json(self) -> dict[str, Any]:
@@ -174,8 +178,14 @@ def parse_smartctl_grade(text: str) -> GradeInputs:
         "power_on_hours": _int(dig(obj, "power_on_time", "hours")),
         "power_cycles": _int(obj.get("power_cycle_count")),
         "warnings": warnings,
+        "reported_bytes": _int(dig(obj, "user_capacity", "bytes")),
     }
     if isinstance(nvme, dict):
+        spaces = obj.get("nvme_namespaces")
+        ns = spaces[0] if isinstance(spaces, list) and spaces and isinstance(
+            spaces[0], dict) else {}
+        common["namespace_bytes"] = tuple(_int(dig(ns, k, "bytes"))
+                                          for k in ("size", "capacity", "utilization"))
         units = _int(nvme.get("data_units_written"))
         return GradeInputs(
             True, transport="nvme", **common,

@@ -67,8 +67,10 @@ class Grade:
         return self.grade + (f": {'; '.join(worst)}" if worst else "")
 
 
-def grade_drive(inputs: GradeInputs, limits: Thresholds | None = None) -> Grade:
-    """The grade of a drive from its own counters."""
+def grade_drive(inputs: GradeInputs, limits: Thresholds | None = None, *,
+                kernel_bytes: int | None = None) -> Grade:
+    """The grade of a drive from its own counters (and, given the kernel's size of the
+    device, whether its identity agrees with it)."""
     t = limits or Thresholds()
     if not inputs.available:
         return Grade(NOT_GRADABLE, (Reason(NOT_GRADABLE, inputs.reason or "no counters"),))
@@ -96,6 +98,8 @@ def grade_drive(inputs: GradeInputs, limits: Thresholds | None = None) -> Grade:
             inputs.power_on_hours, t.power_on_hours_note)
     for text in history_flags(inputs):
         add(NOTE, f"history may have been reset: {text}", "history")
+    for text in identity_flags(inputs, kernel_bytes):
+        add(NOTE, f"identity does not add up: {text}", "identity")
     st = inputs.self_test
     if st is not None and st.passed is False:
         add(SCRAP, f"its last self-test ({st.kind}) failed: {st.status}", "self_test",
@@ -172,4 +176,23 @@ def history_flags(i: GradeInputs) -> list[str]:
     if hours == 0 and i.life_left_percent is not None and i.life_left_percent < 100:
         out.append(f"{i.life_attribute} says {100 - i.life_left_percent}% of its life used in "
                    "0 power-on hours")
+    return out
+
+
+def identity_flags(i: GradeInputs, kernel_bytes: int | None) -> list[str]:
+    """Capacities that contradict each other (docs/grading.md "Identity"): what the drive
+    reports against what the kernel sees, and an NVMe namespace's NSZE >= NCAP >= NUSE."""
+    out = []
+    if kernel_bytes is not None and i.reported_bytes is not None and \
+            i.reported_bytes != kernel_bytes:
+        out.append(f"the drive reports {i.reported_bytes:,} bytes, the kernel sees "
+                   f"{kernel_bytes:,}")
+    size, cap, use = i.namespace_bytes
+    if size is not None and cap is not None and cap > size:
+        out.append(f"namespace capacity {cap:,} bytes exceeds its size {size:,} (NCAP > NSZE)")
+    if cap is not None and use is not None and use > cap:
+        out.append(f"namespace utilization {use:,} bytes exceeds its capacity {cap:,} "
+                   "(NUSE > NCAP)")
+    if size is not None and kernel_bytes is not None and size != kernel_bytes:
+        out.append(f"the namespace's size is {size:,} bytes, the kernel sees {kernel_bytes:,}")
     return out

@@ -37,7 +37,8 @@ def grade_now(ctx: RunContext) -> dict[str, Any]:
             fresh.get("power_on_hours")))
     params = ctx.params
     limits = params.grade_thresholds() if hasattr(params, "grade_thresholds") else Thresholds()
-    grade = grade_drive(inputs, limits)
+    kernel = ctx.target.span_bytes if ctx.target.kind == "block" else None
+    grade = grade_drive(inputs, limits, kernel_bytes=kernel)
     return {**grade.to_json(), "summary": grade.summary, "thresholds": limits.__dict__,
             "inputs": inputs.to_json()}
 
