@@ -23,7 +23,7 @@ from ssdbench.erase import hdparm as erase_hdparm
 from ssdbench.erase import hidden
 from ssdbench.fio import status
 from ssdbench.grade.counters import parse_smartctl_grade
-from ssdbench.grade.selftest import parse_smartctl_capabilities
+from ssdbench.grade.selftest import parse_nvme_self_test_log, parse_smartctl_capabilities
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROUNDS = 1000  # mutations per capture (2000 found nothing more, 46 s)
@@ -78,6 +78,8 @@ PARSERS: dict[str, tuple[Parser, list[Path]]] = {
         "fio/*/stdout.txt")),
     "smartctl grade": (parse_smartctl_grade, _files(
         "fixtures/smart/smartctl-*", "bundles/*/cmd/smartctl_-j_-x_*.out")),
+    "nvme self-test-log -o json": (parse_nvme_self_test_log, _files(
+        "fixtures/selftest/nvme-self-test-log-json_*")),
     "smartctl -c": (parse_smartctl_capabilities, _files(
         "fixtures/smart/smartctl-*", "bundles/*/cmd/smartctl_-j_-x_dev_sda.out")),
 }

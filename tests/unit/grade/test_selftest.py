@@ -5,12 +5,21 @@ status byte a drive reports while it runs (ATA8-ACS: 0xF0 + tens of percent left
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ssdbench.devices.bundle import FSRecord, ReplayFS
 from ssdbench.devices.model import ParseError
-from ssdbench.grade.selftest import parse_smartctl_capabilities
+from ssdbench.grade.selftest import parse_nvme_self_test_log, parse_smartctl_capabilities
+from ssdbench.results.layout import RunRecord
+from ssdbench.stages.base import RunContext, Target
+from ssdbench.stages.params import RunParams
+from ssdbench.stages.selftest import SelfTestStage
+from ssdbench.system import Host
 from tests.unit.devices.fixtures import BUNDLES, fixture_text
+from tests.unit.erase.replay import ScriptedRunner
 
 SATA = "smart/smartctl-x-j_7.0_samsung-860-EVO-500GB_sata-ssd_devstats.json"
 WD = "smart/smartctl-a-j_7.3_wd-red-SA500-4TB_sata-ssd_attr241-not-in-drivedb.json"
@@ -50,3 +59,90 @@ def test_a_finished_self_test_by_its_status_byte(value: int, passed: bool | None
 def test_no_status_is_a_parse_error() -> None:
     with pytest.raises(ParseError):
         parse_smartctl_capabilities('{"smartctl": {"exit_status": 4}}')
+
+
+# ---- the stage, against recorded tool output -------------------------------------------
+
+NVME_LOG = "selftest/nvme-self-test-log-json_v2.x_SYNTHESIZED-from-source_running-and-a-failure.json"
+NVME_REFUSED = "selftest/nvme-device-self-test_v2.3_qemu-nvme_invalid-opcode.txt"
+
+
+def test_the_nvme_self_test_log_while_running_and_its_newest_result() -> None:
+    s = parse_nvme_self_test_log(fixture_text(NVME_LOG))
+    assert (s.running, s.operation, s.completion_percent) == (True, 2, 42)
+    assert s.latest is not None
+    assert (s.latest.kind, s.latest.passed, s.latest.power_on_hours) == ("short", False, 12801)
+    assert s.latest.status == "completed with one or more failed segments"
+    done = json.loads(fixture_text(NVME_LOG))
+    done["Current Device Self-Test Operation"] = 0
+    assert parse_nvme_self_test_log(json.dumps(done)).completion_percent is None
+    with pytest.raises(ParseError):
+        parse_nvme_self_test_log('{"List of Valid Reports": []}')
+
+
+def _ctx(tmp_path: Path, runner: ScriptedRunner, name: str, kind: str) -> RunContext:
+    run_dir = tmp_path / "grade"
+    run_dir.mkdir()
+    path = f"/dev/{name}"
+    target = Target(path, "block", name, 32 * 2**20)
+    record = RunRecord.create(run_dir, run="grade", kind="grade", drive={"name": name},
+                              target=target.record(0), params={}, tools={})
+    return RunContext(host=Host(runner, ReplayFS(FSRecord())), run_dir=run_dir,
+                      drive_name=name, run_name="grade", target=target,
+                      params=RunParams(self_test=kind), record=record)
+
+
+def _stored(ctx: RunContext) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(ctx.record.path.read_text())
+    return data
+
+
+def test_qemus_nvme_refuses_the_self_test_and_it_is_not_run_with_its_reason(
+        tmp_path: Path) -> None:
+    runner = ScriptedRunner().add(["nvme", "device-self-test", "/dev/nvme0n1", "-s", "1"],
+                                  returncode=1, stderr=fixture_text(NVME_REFUSED))
+    ctx = _ctx(tmp_path, runner, "nvme0n1", "short")
+    SelfTestStage().execute(ctx)
+    st = _stored(ctx)["self_test"]
+    assert st["ran"] is False and st["summary"].startswith(
+        "not run: nvme device-self-test refused"), st
+    assert "Invalid Command Opcode" in st["reason"]
+
+
+def test_an_ata_self_test_is_polled_to_its_end_with_progress(tmp_path: Path) -> None:
+    """The 860 EVO's own smartctl output: idle, then running 90% and 40% left, then done."""
+    def status(value: int, words: str) -> str:
+        obj = json.loads(fixture_text(SATA))
+        obj["ata_smart_data"]["self_test"]["status"] = {"value": value, "string": words}
+        return json.dumps(obj)
+
+    runner = ScriptedRunner()
+    c = ["smartctl", "-j", "-c", "/dev/sda"]
+    runner.add(c, fixture_text(SATA))
+    runner.add(["smartctl", "-j", "-t", "short", "/dev/sda"], "{}")
+    runner.add(c, status(0xF9, "Self-test routine in progress, 90% remaining"))
+    runner.add(c, status(0xF4, "Self-test routine in progress, 40% remaining"))
+    runner.add(c, status(0x00, "completed without error"))
+    ctx = _ctx(tmp_path, runner, "sda", "short")
+    seen: list[Any] = []
+    ctx.progress = seen.append
+    SelfTestStage(poll_s=0.0).execute(ctx)
+    st = _stored(ctx)["self_test"]
+    assert st["ran"] is True and st["result"]["passed"] is True, st
+    fractions = [ev.fraction for ev in seen if ev.fraction is not None]
+    assert [round(f, 1) for f in fractions] == [0.1, 0.6]
+    assert all(ev.eta_s is not None for ev in seen if ev.fraction is not None)
+
+
+def test_a_cancelled_self_test_is_aborted(tmp_path: Path) -> None:
+    from ssdbench.stages.base import StageCancelled
+
+    runner = ScriptedRunner()
+    runner.add(["smartctl", "-j", "-c", "/dev/sda"], fixture_text(SATA))
+    runner.add(["smartctl", "-j", "-t", "long", "/dev/sda"], "{}")
+    runner.add(["smartctl", "-j", "-X", "/dev/sda"], "{}")
+    ctx = _ctx(tmp_path, runner, "sda", "extended")
+    ctx.cancel.set()
+    with pytest.raises(StageCancelled):
+        SelfTestStage(poll_s=0.0).execute(ctx)
+    assert runner.calls[-1] == ("smartctl", "-j", "-X", "/dev/sda")
