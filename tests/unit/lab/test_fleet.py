@@ -209,3 +209,20 @@ def test_models_on_a_log_scale_a_model_less_drive_named_and_iops_printed_alike()
     # nothing keeps a long cell on one line: the page wraps to its window
     assert re.search(r"th,td\{[^}]*white-space:nowrap", page) is None
     assert "overflow-wrap:anywhere" in page
+
+
+def test_a_drive_far_from_its_models_other_runs_is_marked() -> None:
+    """#32 item 4: the fleet flags a drive far from its model's fleet baseline: the median
+    steady IOPS of the model's other finished runs of the same name (three at least)."""
+    def row(serial: str, mean: str, model: str = "Crucial MX500") -> dict[str, str]:
+        return dict.fromkeys(fleet.CSV_COLUMNS, "") | {
+            "bench": "b1", "model": model, "serial": serial, "run": "consistency-default",
+            "state": "done", "steady_iops": mean, "started": "2026-11-27T10:00:00Z"}
+
+    rows = [row("A", "5000"), row("B", "5200"), row("C", "4900"), row("D", "2100"),
+            row("E", "5100"), row("X", "900", "Other SSD"), row("Y", "100", "Other SSD")]
+    marks = fleet.off_baseline(rows)
+    assert marks == {id(rows[3]): "58% below its model (median 5,050 of 4 others)"}
+    page = fleet.fleet_html(fleet.Fleet({}, rows, "2026-11-27T10:00:00Z"))
+    assert "58% below its model (median 5,050 of 4 others)" in page
+    assert "1 run(s) far from their model's other runs" in page

@@ -417,13 +417,19 @@ def fleet_html(fleet: Fleet) -> str:
         parts.extend(f"<h3>{_e(run)}</h3>{svg}" for run, svg in charts if svg)
     parts.append("<h2>Every drive tested</h2><p class='small'>The same table as "
                  "fleet.csv, newest first.</p>")
+    baseline = off_baseline(fleet.rows)
+    if baseline:
+        parts.append(f"<p class='small'>{len(baseline)} run(s) far from their model's other "
+                     f"runs (steady IOPS {BASELINE_FAR:.0%} or more from their median, at "
+                     f"least {BASELINE_MIN_OTHERS} others): marked below.</p>")
     parts.append(_table(
         ("when", "bench", "model", "firmware", "serial", "run", "state", "TRIM",
          "steady IOPS", "erase", "grade"),
         ((_e(r["started"]), _e(r["bench"]),
           _e(r["model"]) or "<span class='small'>none reported</span>", _e(r["firmware"]),
           _e(r["serial"]), _e(r["run"]), _state(r["state"]), _e(r["trim_verdict"]),
-          _e(_iops_text(r["steady_iops"], r["steady_iops_stddev"])),
+          _e(_iops_text(r["steady_iops"], r["steady_iops_stddev"]))
+          + (f"<br><b class='small'>{_e(off)}</b>" if (off := baseline.get(id(r))) else ""),
           _e(r["erase_method"] + (" (verified)" if r["erase_verified"] == "true" else "")),
           f"<span title='{_e(r['grade_reasons'])}'>{_e(r['grade'])}</span>"
           if r["grade"] else "")
@@ -438,6 +444,33 @@ def fleet_html(fleet: Fleet) -> str:
         parts.append("</ul>")
     parts.append("</body></html>\n")
     return "".join(parts)
+
+
+BASELINE_FAR = 0.30  # steady IOPS this far from the model's median is named
+BASELINE_MIN_OTHERS = 3  # runs of the same model and run name it is compared with
+
+
+def off_baseline(rows: list[dict[str, str]]) -> dict[int, str]:
+    """Runs far from their model's fleet baseline: (id of the row) -> what to say. The
+    baseline is the median steady IOPS of the model's OTHER finished runs of the same name
+    (a drive does not pull its own baseline), with at least BASELINE_MIN_OTHERS of them."""
+    groups: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for r in rows:
+        value = _num(_float(r["steady_iops"]))
+        if r["model"] and r["state"] == "done" and value is not None and value > 0:
+            groups.setdefault((r["model"], r["run"]), []).append((id(r), value))
+    out: dict[int, str] = {}
+    for members in groups.values():
+        for key, value in members:
+            others = [v for k, v in members if k != key]
+            if len(others) < BASELINE_MIN_OTHERS:
+                continue
+            median = statistics.median(others)
+            ratio = value / median - 1
+            if abs(ratio) >= BASELINE_FAR:
+                out[key] = (f"{abs(ratio):.0%} {'below' if ratio < 0 else 'above'} its model "
+                            f"(median {median:,.0f} of {len(others)} others)")
+    return out
 
 
 def _records(bench: Bench) -> str:
