@@ -1,0 +1,50 @@
+"""A fake built from real kernel parts (#32 item 5): in a QEMU guest (TCG, the host's Debian
+kernel, qemu_helper.py), device-mapper tables over the emulated 32 MiB NVMe drive claim twice
+its size: one maps the second half onto the first again (a wrap, "twice over"), the other
+maps it to the zero target (writes vanish, reads give zeros: a drop). The quick check finds
+each for what it is, with the real capacity to the byte; the NVMe drive itself passes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.integration.qemu_helper import run_guest
+
+GUEST_SCRIPT = Path(__file__).with_name("guest_capacity.py")
+MIB = 2**20
+NVME_MIB = 32
+JOB = f"""
+export PYTHONDONTWRITEBYTECODE=1 DM_DISABLE_UDEV=1
+modprobe dm-mod && modprobe dm-zero || exit 10
+S=$(blockdev --getsz /dev/nvme0n1)
+check() {{ {sys.executable} {GUEST_SCRIPT} "$1" "$2"; echo "check $2 rc=$?"; }}
+check /dev/nvme0n1 genuine.json
+printf '0 %s linear /dev/nvme0n1 0\\n%s %s linear /dev/nvme0n1 0\\n' $S $S $S \\
+    | dmsetup create ssdbench-wrap || exit 11
+blockdev --getsize64 /dev/mapper/ssdbench-wrap
+check /dev/mapper/ssdbench-wrap wrap.json
+dmsetup remove ssdbench-wrap
+printf '0 %s linear /dev/nvme0n1 0\\n%s %s zero\\n' $S $S $S | dmsetup create ssdbench-drop \\
+    || exit 12
+check /dev/mapper/ssdbench-drop drop.json
+dmsetup remove ssdbench-drop
+"""
+
+
+def test_device_mapper_fakes_are_found_with_their_real_capacity(tmp_path: Path) -> None:
+    run = run_guest(JOB, tmp_path / "vm", nvme_size_mib=NVME_MIB, timeout_s=300)
+    log = run.read("job.log")
+    assert run.returncode == 0, run.console[-2000:] + log[-3000:]
+    for name in ("genuine", "wrap", "drop"):
+        assert f"check {name}.json rc=0" in log, log[-3000:]
+    genuine = json.loads(run.read("genuine.json"))
+    assert (genuine["verdict"], genuine["real_bytes"]) == ("genuine", NVME_MIB * MIB)
+    wrap = json.loads(run.read("wrap.json"))
+    assert wrap["claimed_bytes"] == 2 * NVME_MIB * MIB
+    assert (wrap["verdict"], wrap["real_bytes"]) == ("wraps", NVME_MIB * MIB), wrap
+    drop = json.loads(run.read("drop.json"))
+    assert (drop["verdict"], drop["real_bytes"]) == ("drops", NVME_MIB * MIB), drop
+    print(f"dm fakes: wrap {wrap['seconds']} s, drop {drop['seconds']} s, genuine "
+          f"{genuine['seconds']} s (TCG)")
