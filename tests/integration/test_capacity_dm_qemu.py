@@ -13,18 +13,30 @@ from pathlib import Path
 from tests.integration.qemu_helper import run_guest
 
 GUEST_SCRIPT = Path(__file__).with_name("guest_capacity.py")
+SSDBENCH = Path(sys.executable).with_name("ssdbench")
 MIB = 2**20
 NVME_MIB = 32
 JOB = f"""
+SSDBENCH={SSDBENCH}
 export PYTHONDONTWRITEBYTECODE=1 DM_DISABLE_UDEV=1
 modprobe dm-mod && modprobe dm-zero || exit 10
 S=$(blockdev --getsz /dev/nvme0n1)
 check() {{ {sys.executable} {GUEST_SCRIPT} "$1" "$2"; echo "check $2 rc=$?"; }}
 check /dev/nvme0n1 genuine.json
+# the grade plan on the emulated NVMe drive: its short self-test (refused by QEMU's
+# controller: no device self-test), its counters graded
+$SSDBENCH run /dev/nvme0n1 --plan grade --quiet --no-svg --results /run/out/grade \
+    > grade.log 2>&1
+echo "grade rc=$?"
 printf '0 %s linear /dev/nvme0n1 0\\n%s %s linear /dev/nvme0n1 0\\n' $S $S $S \\
     | dmsetup create ssdbench-wrap || exit 11
 blockdev --getsize64 /dev/mapper/ssdbench-wrap
 check /dev/mapper/ssdbench-wrap wrap.json
+# the intake plan on the fake (ssdbench run: check, grade, erase, record), as a bench runs it
+$SSDBENCH run dm-0 --plan intake --destroy dm-0 \
+    --erase-fallback discard --quiet --no-svg --results /run/out/intake \
+    --set record_pdf=false > intake.log 2>&1
+echo "intake rc=$?"
 dmsetup remove ssdbench-wrap
 printf '0 %s linear /dev/nvme0n1 0\\n%s %s zero\\n' $S $S $S | dmsetup create ssdbench-drop \\
     || exit 12
@@ -48,3 +60,19 @@ def test_device_mapper_fakes_are_found_with_their_real_capacity(tmp_path: Path) 
     assert (drop["verdict"], drop["real_bytes"]) == ("drops", NVME_MIB * MIB), drop
     print(f"dm fakes: wrap {wrap['seconds']} s, drop {drop['seconds']} s, genuine "
           f"{genuine['seconds']} s (TCG)")
+    # the grade plan on QEMU's NVMe drive: read-only, its self-test refused (recorded so),
+    # graded reuse from its clean health log
+    assert "grade rc=0" in log, run.read("grade.log")[-3000:]
+    [grade_run] = list((run.share_dir / "grade").rglob("grade/run.json"))
+    graded = json.loads(grade_run.read_text())
+    assert graded["self_test"]["ran"] is False, graded["self_test"]
+    assert "nvme device-self-test refused" in graded["self_test"]["reason"]
+    assert graded["grade"]["grade"] == "reuse", graded["grade"]
+    # the intake plan on the wrapping fake: the check fails it with what it holds, the
+    # erase still runs (a dm device: discarded, FAIL) and its record carries the check
+    assert "intake rc=1" in log, run.read("intake.log")[-3000:]
+    [auth] = list((run.share_dir / "intake").rglob("authenticity/run.json"))
+    checked = json.loads(auth.read_text())["authenticity"]
+    assert (checked["verdict"], checked["real_bytes"]) == ("wraps", NVME_MIB * MIB)
+    [record] = list((run.share_dir / "intake").rglob("erase-record.json"))
+    assert json.loads(record.read_text())["authenticity"]["verdict"] == "wraps"
