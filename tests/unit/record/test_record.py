@@ -177,16 +177,26 @@ def test_pdf_is_written_and_fits_one_a4_page(tmp_path: Path) -> None:
                                     "Format NVM of one namespace does not erase them"],
                        "notes": []}}
     key = str(make_key(tmp_path))
-    # the second record of a results folder's chain: the longest tamper-evidence table
+    # the longest page: the second record of a results folder's chain (the longest
+    # tamper-evidence table), a scrap grade with four reasons and a failed capacity check
+    worst = record(hidden=hidden) | {
+        "grade": {"grade": "scrap", "reasons": [
+            "12 sectors pending reallocation: data there cannot be read now",
+            "150 sectors or blocks reallocated", "85% of its rated life used",
+            "history may have been reset: 31,281.5 GiB written by hosts in 0 power-on hours"]},
+        "authenticity": {"verdict": "wraps", "summary": "FAKE (wraps): claims 153,603,584 "
+                         "bytes, holds 67,108,864 bytes (43.7% of it)"}}
     for name in ("first", "second"):
         (tmp_path / name).mkdir()
         sealed, _data = link_seal_write(tmp_path, tmp_path / name / "erase-record.json",
-                                        record(hidden=hidden), lambda r: seal(r, key))
+                                        worst, lambda r: seal(r, key))
     assert sealed["chain"]["seq"] == 2
     files = write_record_files(tmp_path, sealed)
     assert files["pdf"] is not None, files["pdf_problem"]
     assert (tmp_path / files["pdf"]).read_bytes()[:5] == b"%PDF-"
     html = (tmp_path / files["html"]).read_text()
+    assert "Drive health — grade: scrap" in html and "(and 3 more in erase-record.json)" in html
+    assert "Capacity check: FAKE (wraps)" in html
     assert len(HTML(string=html).render().pages) == 1
 
 

@@ -54,6 +54,7 @@ table.grid th, table.grid td { border: 1px solid #bbb; }
 footer { margin-top: 10px; font-size: 8pt; color: #555; border-top: 1px solid #999;
          padding-top: 4px; }
 .keep { break-inside: avoid; page-break-inside: avoid; }
+p.small { font-size: 7pt; margin: 0; line-height: 1.1; }
 @media print {
   body { max-width: none; font-size: 8pt; line-height: 1.2; }
   h1 { font-size: 15pt; }
@@ -62,7 +63,9 @@ footer { margin-top: 10px; font-size: 8pt; color: #555; border-top: 1px solid #9
   td, th { padding: 0.5px 5px; }
   table.kv td:first-child { width: 26%; }
   .mono { font-size: 7.5pt; }
-  .sign div { height: 12mm; }
+  .sign { margin-top: 8px; }
+  .sign div { height: 10mm; }
+  footer { margin-top: 4px; }
 }
 """
 
@@ -96,11 +99,17 @@ def _grade_heading(record: Mapping[str, Any]) -> str:
     if not isinstance(g, Mapping) or not g.get("grade"):
         return "<h2>Drive health</h2>"
     reasons = [str(r) for r in g.get("reasons") or []]
+    # one line on the page (it stays one A4 page): the capacity check and the first reason;
+    # every reason is in erase-record.json
+    said = []
     auth = record.get("authenticity")
     if isinstance(auth, Mapping) and auth.get("summary"):
-        reasons.append(f"Capacity check: {auth['summary']}")
+        said.append(f"Capacity check: {auth['summary']}")
+    if reasons:
+        more = f" (and {len(reasons) - 1} more in erase-record.json)" if len(reasons) > 1 else ""
+        said.append(reasons[0] + more)
     return (f"<h2>Drive health — grade: {escape(str(g['grade']))}</h2>"
-            + (f"<p>{escape('; '.join(reasons))}</p>" if reasons else ""))
+            + (f"<p class=\"small\">{escape('. '.join(said))}</p>" if said else ""))
 
 
 def _health_table(health: Mapping[str, Any]) -> str:
