@@ -71,6 +71,15 @@ def test_diagnose_needs_no_consent() -> None:
     assert not config.destructive and config.consents("")
 
 
+def test_grade_needs_no_consent_and_intake_does() -> None:
+    config = parse_config({"plan": "grade", "params": {"self_test": "extended",
+                                                       "grade_media_errors_scrap": 3}})
+    assert not config.destructive and config.consents("")
+    with pytest.raises(ConfigError, match=r"`destroy`: plan \"intake\" erases and writes"):
+        parse_config({"plan": "intake"})
+    assert parse_config({"plan": "intake", "destroy": ["S1"]}).destructive
+
+
 def test_syntax_error_and_unreadable_file(tmp_path: Path) -> None:
     bad = tmp_path / "ssdbench.toml"
     bad.write_text('plan = "quick\n')
