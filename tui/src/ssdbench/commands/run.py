@@ -11,8 +11,9 @@ journal (state.json in the results folder) says was unfinished: finished runs ar
 the interrupted one is redone from its erase.
 
 Plans: review, quick, trim, diagnose (read-only, no consent needed), erase (purge, verify
-and the signed erase record; docs/erase.md), or a plan file
-(docs/plans.md). `--run` is the older way to name the runs (review durations).
+and the signed erase record; docs/erase.md), grade (read-only: the drive's self-test and its
+counters graded; docs/grading.md), intake (the fake-capacity check, then the erase), or a
+plan file (docs/plans.md). `--run` is the older way to name the runs (review durations).
 """
 
 from __future__ import annotations
