@@ -93,6 +93,27 @@ def test_a_wrap_off_the_grid_is_not_seen_by_the_quick_check() -> None:
     assert r.verdict == "genuine"
 
 
+def test_a_wrap_whose_aliases_give_a_multiple_of_its_capacity_is_narrowed_to_it() -> None:
+    """1.5 MiB wrapping under a 5 MiB claim: the tags alias 3 MiB apart; 3 MiB landing on
+    block 0 is not the end: 1.5 MiB does too (it was reported as 3 MiB)."""
+    r = check(Model(5 * MIB, 3 * MIB // 2, "wrap"))
+    assert (r.verdict, r.real_bytes) == ("wraps", 3 * MIB // 2), r.evidence
+
+
+def test_one_bad_block_on_a_genuine_drive_is_failing_not_fake() -> None:
+    """A 64 MiB drive whose block 2560 (10 MiB) fails: blocks beyond it hold their tags,
+    so it is not a fake of 10 MiB (it was: "FAKE (fails) ... holds 10,485,760 bytes")."""
+    class OneBad(Model):
+        def read(self, offset: int, length: int) -> bytes:
+            if offset == 2560 * B:
+                raise OSError(5, "Input/output error")
+            return super().read(offset, length)
+
+    r = check(OneBad(64 * MIB, 64 * MIB))
+    assert (r.verdict, r.fake, r.real_bytes) == ("unreadable", False, 64 * MIB), r
+    assert r.summary.startswith("not a fake, but failing")
+
+
 def test_block_zero_failing_is_a_failing_drive_of_no_capacity() -> None:
     r = check(Model(16 * MIB, 0, "error"))
     assert (r.verdict, r.real_bytes) == ("fails", 0)

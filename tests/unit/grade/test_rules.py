@@ -156,9 +156,20 @@ def test_counters_that_contradict_each_other_say_history_may_have_been_reset() -
 
 def test_a_counter_of_the_wrong_type_is_unknown_never_zero() -> None:
     obj = doc(SATA)
-    attr(obj, 5)["raw"] = {"value": "12", "string": "12"}
+    attr(obj, 5)["raw"] = {"value": "12", "string": "twelve"}
     inputs = parse_smartctl_grade(json.dumps(obj))
     assert inputs.reallocated is None
+    # a vendor's packed raw value: the count smartctl decoded first (Seagate's 188 "0 0 0")
+    attr(obj, 5)["raw"] = {"value": 4295032833, "string": "1 1 1"}
+    assert parse_smartctl_grade(json.dumps(obj)).reallocated == 1
+    # an old-age attribute at its threshold is a note, a pre-failure one scrap
+    attr(obj, 190 if any(a["id"] == 190 for a in obj["ata_smart_attributes"]["table"])
+         else 177)["when_failed"] = "now"
+    for a in obj["ata_smart_attributes"]["table"]:
+        if a.get("when_failed") == "now":
+            a["flags"] = {**a.get("flags", {}), "prefailure": False}
+    attr(obj, 5)["raw"] = {"value": 0, "string": "0"}
+    assert graded(obj)[0] == NOTE
     obj = doc(NVME)
     obj["nvme_smart_health_information_log"]["media_errors"] = -7
     assert parse_smartctl_grade(json.dumps(obj)).media_errors is None

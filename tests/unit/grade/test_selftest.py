@@ -63,6 +63,8 @@ def test_no_status_is_a_parse_error() -> None:
 
 # ---- the stage, against recorded tool output -------------------------------------------
 
+# smartctl -t's answer as it starts a test (exit status 0; its JSON carries no more)
+STARTED = json.dumps({"smartctl": {"version": [7, 3], "exit_status": 0}})
 NVME_LOG = "selftest/nvme-self-test-log-json_v2.x_SYNTHESIZED-from-source_running-and-a-failure.json"
 NVME_REFUSED = "selftest/nvme-device-self-test_v2.3_qemu-nvme_invalid-opcode.txt"
 
@@ -82,7 +84,7 @@ def test_the_nvme_self_test_log_while_running_and_its_newest_result() -> None:
 
 def _ctx(tmp_path: Path, runner: ScriptedRunner, name: str, kind: str) -> RunContext:
     run_dir = tmp_path / "grade"
-    run_dir.mkdir()
+    run_dir.mkdir(parents=True)
     path = f"/dev/{name}"
     target = Target(path, "block", name, 32 * 2**20)
     record = RunRecord.create(run_dir, run="grade", kind="grade", drive={"name": name},
@@ -119,7 +121,8 @@ def test_an_ata_self_test_is_polled_to_its_end_with_progress(tmp_path: Path) -> 
     runner = ScriptedRunner()
     c = ["smartctl", "-j", "-c", "/dev/sda"]
     runner.add(c, fixture_text(SATA))
-    runner.add(["smartctl", "-j", "-t", "short", "/dev/sda"], "{}")
+    runner.add(["smartctl", "-j", "-l", "selftest", "/dev/sda"], fixture_text(SATA))
+    runner.add(["smartctl", "-j", "-t", "short", "/dev/sda"], STARTED)
     runner.add(c, status(0xF9, "Self-test routine in progress, 90% remaining"))
     runner.add(c, status(0xF4, "Self-test routine in progress, 40% remaining"))
     runner.add(c, status(0x00, "completed without error"))
@@ -139,10 +142,35 @@ def test_a_cancelled_self_test_is_aborted(tmp_path: Path) -> None:
 
     runner = ScriptedRunner()
     runner.add(["smartctl", "-j", "-c", "/dev/sda"], fixture_text(SATA))
-    runner.add(["smartctl", "-j", "-t", "long", "/dev/sda"], "{}")
+    runner.add(["smartctl", "-j", "-l", "selftest", "/dev/sda"], fixture_text(SATA))
+    runner.add(["smartctl", "-j", "-t", "long", "/dev/sda"], STARTED)
     runner.add(["smartctl", "-j", "-X", "/dev/sda"], "{}")
     ctx = _ctx(tmp_path, runner, "sda", "extended")
     ctx.cancel.set()
     with pytest.raises(StageCancelled):
         SelfTestStage(poll_s=0.0).execute(ctx)
     assert runner.calls[-1] == ("smartctl", "-j", "-X", "/dev/sda")
+
+
+def test_a_refused_or_unlogged_ata_self_test_is_not_a_pass(tmp_path: Path) -> None:
+    """smartctl -t answers with its exit status (every code is 'ok' to the runner): bits
+    0-2 are a refusal; a test never seen running whose log has no new entry is an earlier
+    test's status, not this one's (it was recorded as passed)."""
+    refused = json.dumps({"smartctl": {"exit_status": 4, "messages": [
+        {"string": "Execute SMART Short self-test routine immediately in off-line mode "
+                   "failed: Input/output error", "severity": "error"}]}})
+    def run_short(where: Path, started: str, polls: int) -> dict[str, Any]:
+        runner = ScriptedRunner()
+        for _ in range(polls):
+            runner.add(["smartctl", "-j", "-c", "/dev/sda"], fixture_text(SATA))
+            runner.add(["smartctl", "-j", "-l", "selftest", "/dev/sda"], fixture_text(SATA))
+        runner.add(["smartctl", "-j", "-t", "short", "/dev/sda"], started)
+        ctx = _ctx(where, runner, "sda", "short")
+        SelfTestStage(poll_s=0.0).execute(ctx)
+        result: dict[str, Any] = _stored(ctx)["self_test"]
+        return result
+
+    st = run_short(tmp_path / "a", refused, 1)
+    assert st["ran"] is False and "Input/output error" in st["reason"], st
+    st = run_short(tmp_path / "b", STARTED, 2)
+    assert st["ran"] is False and "logged no new self-test" in st["reason"], st

@@ -158,3 +158,28 @@ def test_verify_record_chain_on_the_command_line(
     assert "record(s) 3 of 4 missing" in out.out and "FAILED" in out.err
     assert main(["verify-record", "--chain", str(root / "nowhere")]) == ExitCode.USAGE
     assert main(["verify-record", str(paths[0]), "--chain", str(root)]) == ExitCode.USAGE
+
+
+def test_a_forged_chain_number_or_chain_file_cannot_exhaust_memory(tmp_path: Path) -> None:
+    """A record signed by ANY key with seq 10**12, or an (unsigned) record-chain.json saying
+    999,999,999: named, in no time (both raised MemoryError through a range of that size)."""
+    from ssdbench.record.sign import dump_record
+
+    key = make_key(tmp_path, "other.pem")
+    root = tmp_path / "results"
+    path = write(root, "d1", key)
+    forged = root / "d2" / "erase-record.json"
+    forged.parent.mkdir()
+    data = record() | {"chain": {"id": "a" * 32, "seq": 10**12, "previous_sha256": None}}
+    forged.write_bytes(dump_record(seal(data, str(key))))
+    report = check_chain(root)
+    assert any("d2/erase/erase-record.json" in line or "d2/erase-record.json: not in a chain"
+               in line for line in report.lines), report.lines
+    state = json.loads((root / CHAIN_FILE).read_text())
+    state["seq"] = 999_999_999
+    (root / CHAIN_FILE).write_text(json.dumps(state))
+    forged.unlink()
+    report = check_chain(root)
+    assert any("record(s) 2-999999999 missing from its end" in line
+               for line in report.lines), report.lines
+    assert path.exists()

@@ -49,7 +49,7 @@ class BlockIO(Protocol):
 
 @dataclass(frozen=True)
 class CapacityResult:
-    verdict: str  # "genuine" | "wraps" | "drops" | "fails"
+    verdict: str  # "genuine" | "wraps" | "drops" | "fails" | "unreadable" (bad blocks)
     claimed_bytes: int
     real_bytes: int | None  # what the drive holds (None: not found)
     block: int
@@ -61,13 +61,17 @@ class CapacityResult:
 
     @property
     def fake(self) -> bool:
-        return self.verdict != "genuine"
+        """Claims more than it holds ("unreadable": it holds its span, with bad blocks)."""
+        return self.verdict in ("wraps", "drops", "fails")
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "evidence": list(self.evidence), "fake": self.fake}
 
     @property
     def summary(self) -> str:
+        if self.verdict == "unreadable":
+            return ("not a fake, but failing: blocks across the claimed span hold their "
+                    "tags and some do not: " + "; ".join(self.evidence[:2]))
         if not self.fake:
             return (f"genuine: {self.tags_written:,} tagged blocks across the claimed "
                     f"{self.claimed_bytes:,} bytes all held")
@@ -170,6 +174,11 @@ def check_capacity(io: BlockIO, claimed: int, block: int = 4096, *,
     what = got[first]
     evidence.append(f"block {first:,} (byte {first * block:,}) read back {what} instead of "
                     "its tag" if isinstance(what, str) else f"block {first:,} differs")
+    held_above = [i for i in grid_idx if i > first and got[i] == i]
+    if held_above:  # blocks beyond it hold: bad blocks on a drive that holds its span
+        evidence.append(f"{len(bad)} of {len(grid_idx):,} tagged blocks did not read back; "
+                        f"block {held_above[-1]:,} beyond them did")
+        return result("unreadable", claimed)
     if not below:
         return result("fails", 0)
     lo, hi = below[-1], first
@@ -212,12 +221,45 @@ def _wrap_capacity(aliases: list[tuple[int, int]], blocks: int,
     sync()
     below, at_zero = read(real - 1), read(0)
     if below == real - 1 and at_zero == real:
+        real = _smallest_period(real, write, read, sync)
         evidence.append(f"a block written at block {real:,} landed on block 0; block "
                         f"{real - 1:,} holds its own")
         return real
     evidence.append(f"block {real:,} (the aliases' common distance) did not land on block 0 "
                     f"(block 0 read {at_zero!r}, block {real - 1:,} read {below!r})")
     return None
+
+
+def _smallest_period(real: int, write: Callable[[int], str | None],
+                     read: Callable[[int], int | str], sync: Callable[[], None]) -> int:
+    """The aliases' common distance may be a multiple of the real capacity (when that is
+    not a whole number of grid steps): while a divisor's block also lands on block 0, the
+    real capacity is that divisor."""
+    changed = True
+    while changed:
+        changed = False
+        for p in _prime_factors(real):
+            candidate = real // p
+            if candidate < 1 or write(candidate) is not None:
+                continue
+            sync()
+            if read(0) == candidate:
+                real, changed = candidate, True
+                break
+    return real
+
+
+def _prime_factors(n: int) -> list[int]:
+    out, p = [], 2
+    while p * p <= n:
+        if n % p == 0:
+            out.append(p)
+            while n % p == 0:
+                n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
 
 
 class DirectIO:

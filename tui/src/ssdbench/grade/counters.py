@@ -10,6 +10,7 @@ it) except the wear attributes, read by the name smartctl's drive database gives
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -97,8 +98,16 @@ def _attributes(obj: dict[str, Any]) -> dict[int, dict[str, Any]]:
 
 
 def _raw(attrs: dict[int, dict[str, Any]], ident: int) -> int | None:
+    """An attribute's count: the first number smartctl decoded into raw.string (a vendor
+    may pack several 16-bit fields into the 48-bit raw value: Seagate's 188 reads "0 0 0"),
+    else the raw value."""
     attr = attrs.get(ident)
-    return None if attr is None else _int(dig(attr, "raw", "value"))
+    if attr is None:
+        return None
+    text = dig(attr, "raw", "string")
+    if isinstance(text, str) and (m := re.match(r"\s*(\d+)", text)):
+        return int(m.group(1))
+    return _int(dig(attr, "raw", "value"))
 
 
 def _device_statistic(obj: dict[str, Any], name: str) -> int | None:
@@ -216,9 +225,14 @@ def parse_smartctl_grade(text: str) -> GradeInputs:
         reported_uncorrectable=_raw(attrs, REPORTED_UNCORRECTABLE),
         command_timeouts=_raw(attrs, COMMAND_TIMEOUT), crc_errors=_raw(attrs, CRC_ERRORS),
         life_left_percent=life[1], life_attribute=life[0],
+        # a pre-failure attribute at its threshold predicts failure; an old-age one (a
+        # drive that ran hot: Seagate's 190) is a note
         failing_now=tuple(str(a.get("name")) for a in attrs.values()
-                          if a.get("when_failed") == "now"),
+                          if a.get("when_failed") == "now"
+                          and dig(a, "flags", "prefailure") is not False),
         failed_before=tuple(str(a.get("name")) for a in attrs.values()
-                            if a.get("when_failed") == "past"),
+                            if a.get("when_failed") == "past" or (
+                                a.get("when_failed") == "now"
+                                and dig(a, "flags", "prefailure") is False)),
         percentage_used=_device_statistic(obj, "Percentage Used Endurance Indicator"),
         self_test=_ata_self_test(obj))

@@ -68,7 +68,7 @@ class Grade:
 
 
 def grade_drive(inputs: GradeInputs, limits: Thresholds | None = None, *,
-                kernel_bytes: int | None = None) -> Grade:
+                kernel_bytes: int | None = None, self_test_missing: str = "") -> Grade:
     """The grade of a drive from its own counters (and, given the kernel's size of the
     device, whether its identity agrees with it)."""
     t = limits or Thresholds()
@@ -87,8 +87,8 @@ def grade_drive(inputs: GradeInputs, limits: Thresholds | None = None, *,
         add(SCRAP, f"attribute {name} is at or below the drive's own failure threshold",
             name, "now")
     for name in inputs.failed_before:
-        add(NOTE, f"attribute {name} was below the drive's failure threshold before", name,
-            "past")
+        add(NOTE, f"attribute {name} is or was at its threshold (an old-age attribute, or "
+                  "earlier in the drive's life)", name, "past")
     _ata_counters(inputs, t, add)
     _nvme_counters(inputs, t, add)
     _wear(inputs, t, add)
@@ -100,6 +100,8 @@ def grade_drive(inputs: GradeInputs, limits: Thresholds | None = None, *,
         add(NOTE, f"history may have been reset: {text}", "history")
     for text in identity_flags(inputs, kernel_bytes):
         add(NOTE, f"identity does not add up: {text}", "identity")
+    if self_test_missing:  # the plan asked for one and it did not run: said, never a pass
+        add(NOTE, f"the self-test did not run: {self_test_missing}", "self_test", "not run")
     st = inputs.self_test
     if st is not None and st.passed is False:
         add(SCRAP, f"its last self-test ({st.kind}) failed: {st.status}", "self_test",

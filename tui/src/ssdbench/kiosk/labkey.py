@@ -34,9 +34,24 @@ KEY = "params.record_key"
 MAX_KEY_BYTES = 64 * 1024  # a PEM Ed25519 key is 119 bytes; a certificate chain at most
 
 
+def _disk_of(path: Path) -> str | None:
+    """The disk that holds ``path``'s filesystem ("sdb" for /dev/sdb2), or its device
+    number when it is not a block device's (tmpfs); None when it is not there."""
+    try:
+        dev = os.stat(path).st_dev
+    except OSError:
+        return None
+    number = f"{os.major(dev)}:{os.minor(dev)}"
+    try:
+        node = Path(f"/sys/dev/block/{number}").resolve(strict=True)
+    except OSError:
+        return number
+    return node.parent.name if (node / "partition").exists() else node.name
+
+
 def _on(path: Path, results: Path, whole_filesystem: bool) -> bool:
-    """Is ``path`` inside ``results`` (or, with ``whole_filesystem``, on its filesystem:
-    the stick's mount point)?"""
+    """Is ``path`` inside ``results`` (or, with ``whole_filesystem``, on the same disk: the
+    stick's mount point; another partition of the stick is the stick too)?"""
     try:
         if path.resolve().is_relative_to(results.resolve()):
             return True
@@ -44,10 +59,8 @@ def _on(path: Path, results: Path, whole_filesystem: bool) -> bool:
         return False
     if not whole_filesystem:
         return False
-    try:
-        return os.stat(path).st_dev == os.stat(results).st_dev
-    except OSError:
-        return False  # not there: load_private_key says so when a record is signed
+    disk = _disk_of(path)
+    return disk is not None and disk == _disk_of(results)
 
 
 def prepare_record_keys(refs: Iterable[str], *, source: str, results: Path | None,

@@ -14,6 +14,7 @@ session CSV and the store's copies name it (:func:`check_chain` compares the fir
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 import threading
@@ -30,6 +31,7 @@ CHAIN_FILE = "record-chain.json"
 CHAIN_FORMAT = "ssdbench-record-chain"
 MAX_RECORD_BYTES = 4 * 2**20
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+MAX_SEQ = 10**9  # a chain number beyond this is not one ssdbench wrote
 _ID = re.compile(r"[0-9a-f]{32}")
 _lock = threading.Lock()
 
@@ -56,7 +58,7 @@ def _parse_state(data: bytes) -> dict[str, Any] | None:
         return None
     ok = (isinstance(state, dict) and state.get("format") == CHAIN_FORMAT
           and isinstance(state.get("id"), str) and _ID.fullmatch(state["id"])
-          and type(state.get("seq")) is int and 1 <= state["seq"] < 10**9
+          and type(state.get("seq")) is int and 1 <= state["seq"] < MAX_SEQ
           and isinstance(state.get("last_sha256"), str)
           and _HEX64.fullmatch(state["last_sha256"])
           and isinstance(state.get("last_record"), str))
@@ -103,7 +105,7 @@ class ChainReport:
 def _link_of(record: Any) -> dict[str, Any] | None:
     link = record.get("chain") if isinstance(record, dict) else None
     if not (isinstance(link, dict) and isinstance(link.get("id"), str)
-            and type(link.get("seq")) is int and link["seq"] >= 1):
+            and type(link.get("seq")) is int and 1 <= link["seq"] < MAX_SEQ):
         return None
     prev = link.get("previous_sha256")
     if prev is not None and not (isinstance(prev, str) and _HEX64.fullmatch(prev)):
@@ -169,10 +171,9 @@ def check_chain_blobs(records: Iterable[tuple[str, bytes | str]], state: bytes |
             if len(by_seq[seq]) > 1:
                 problems.append(f"chain {cid[:8]}: record {seq} twice: "
                                 + ", ".join(str(r) for r, _h, _l in by_seq[seq]))
-        missing = sorted(set(range(1, seqs[-1] + 1)) - set(seqs))
-        if missing:
-            problems.append(f"chain {cid[:8]}: record(s) {_ranges(missing)} of "
-                            f"{seqs[-1]} missing")
+        gaps = _gaps([0, *seqs])  # walked, never a range of a forged number's size
+        if gaps:
+            problems.append(f"chain {cid[:8]}: record(s) {gaps} of {seqs[-1]} missing")
         for seq in seqs:
             for rel, _h, link in by_seq[seq]:
                 before = by_seq.get(seq - 1, [])
@@ -193,21 +194,17 @@ def check_chain_blobs(records: Iterable[tuple[str, bytes | str]], state: bytes |
         seqs = sorted(chains.get(last["id"], {}))
         if not seqs or seqs[-1] < last["seq"]:
             gone = ("no record of that chain is here" if not seqs else
-                    f"record(s) {_ranges(list(range(seqs[-1] + 1, last['seq'] + 1)))} "
-                    "missing from its end")
+                    f"record(s) {_span(seqs[-1] + 1, last['seq'])} missing from its end")
             problems.append(f"{CHAIN_FILE} names record {last['seq']} of chain "
                             f"{last['id'][:8]} ({last['last_record']}): {gone}")
     return ChainReport(not problems, tuple(problems + summary))
 
 
-def _ranges(numbers: list[int]) -> str:
-    out: list[str] = []
-    start = prev = numbers[0]
-    for n in [*numbers[1:], None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if n is not None:
-            start = prev = n
-    return ", ".join(out)
+def _span(a: int, b: int) -> str:
+    return str(a) if a == b else f"{a}-{b}"
+
+
+def _gaps(seqs: list[int]) -> str:
+    """The numbers missing between consecutive ones of a sorted list, as "2, 5-9"."""
+    return ", ".join(_span(a + 1, b - 1) for a, b in itertools.pairwise(seqs)
+                     if b - a > 1)

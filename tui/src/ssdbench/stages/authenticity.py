@@ -37,3 +37,5 @@ class AuthenticityStage:
         ctx.emit(self.name, "running", result.summary)
         if result.fake:
             raise StageFailed(f"fake capacity: {result.summary}")
+        if result.verdict == "unreadable":
+            raise StageFailed(f"unreadable blocks: {result.summary}")

@@ -31,6 +31,7 @@ def grade_now(ctx: RunContext) -> dict[str, Any]:
     # the self-test this run started (stages/selftest.py) over whatever the log said before
     ran = ctx.record.data.get("self_test")
     fresh = ran.get("result") if isinstance(ran, dict) and ran.get("ran") else None
+    missing = str(ran.get("reason")) if isinstance(ran, dict) and not ran.get("ran") else ""
     if inputs.available and isinstance(fresh, dict):
         inputs = dataclasses.replace(inputs, self_test=SelfTest(
             str(fresh.get("kind")), fresh.get("passed"), str(fresh.get("status")),
@@ -38,7 +39,7 @@ def grade_now(ctx: RunContext) -> dict[str, Any]:
     params = ctx.params
     limits = params.grade_thresholds() if hasattr(params, "grade_thresholds") else Thresholds()
     kernel = ctx.target.span_bytes if ctx.target.kind == "block" else None
-    grade = grade_drive(inputs, limits, kernel_bytes=kernel)
+    grade = grade_drive(inputs, limits, kernel_bytes=kernel, self_test_missing=missing)
     return {**grade.to_json(), "summary": grade.summary, "thresholds": limits.__dict__,
             "inputs": inputs.to_json()}
 

@@ -11,12 +11,13 @@ self-test is missing, never that it passed.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ssdbench.devices.errors import ParseError
-from ssdbench.devices.smart import SMARTCTL_OK_CODES
+from ssdbench.devices.smart import SMARTCTL_OK_CODES, dig
 from ssdbench.grade.counters import SelfTest
 from ssdbench.grade.selftest import parse_nvme_self_test_log, parse_smartctl_capabilities
 from ssdbench.stages.base import RunContext, StageCancelled, StageFailed
@@ -72,6 +73,21 @@ class _Ata:
         except CommandError:
             pass
 
+    def _newest(self) -> tuple[Any, ...] | None:
+        """The newest entry of the drive's self-test log (kind, hours, status, count)."""
+        try:
+            obj = json.loads(self._smartctl("-l", "selftest"))
+        except (CommandError, ValueError, RecursionError):
+            return None
+        for log in ("extended", "standard"):
+            section = dig(obj, "ata_smart_self_test_log", log)
+            table = section.get("table") if isinstance(section, dict) else None
+            if isinstance(table, list) and table and isinstance(table[0], dict):
+                e = table[0]
+                return (log, section.get("count"), dig(e, "type", "value"),
+                        e.get("lifetime_hours"), dig(e, "status", "value"))
+        return None
+
     def run(self, stage: SelfTestStage) -> dict[str, Any]:
         t0 = time.monotonic()
         try:
@@ -81,11 +97,16 @@ class _Ata:
         if not state.supported:
             return _record(self.kind, None, 0.0, "the drive does not support self-tests")
         minutes = state.short_minutes if self.kind == "short" else state.extended_minutes
+        before = self._newest()
         try:
-            self._smartctl("-t", "short" if self.kind == "short" else "long")
+            refused = smartctl_refused(self._smartctl("-t", "short" if self.kind == "short"
+                                                      else "long"))
         except CommandError as exc:
-            return _record(self.kind, None, 0.0, f"smartctl -t refused: {exc}")
+            refused = str(exc)
+        if refused:
+            return _record(self.kind, None, 0.0, f"smartctl -t refused: {refused}")
         budget = (minutes or 2) * 60.0 * SLACK + SLACK_S
+        seen_running = False
         while True:
             if stage_wait(self.ctx, stage.poll_s):
                 raise StageCancelled("cancelled during the self-test")
@@ -95,8 +116,14 @@ class _Ata:
                 raise StageFailed(f"self-test: the drive stopped answering: {exc}") from None
             elapsed = time.monotonic() - t0
             if not state.running:
+                # never seen running (a quick drive, or one that ignored the command): the
+                # status is this test's only if the drive's log has a new entry
+                if not seen_running and self._newest() == before:
+                    return _record(self.kind, None, elapsed, "the drive logged no new "
+                                   "self-test: the status it shows is an earlier test's")
                 test = SelfTest(self.kind, state.passed, state.status)
                 return _record(self.kind, test, elapsed)
+            seen_running = True
             left = state.remaining_percent
             fraction = None if left is None else max(0.0, min(1.0, 1 - left / 100))
             eta = None if minutes is None else max(0.0, minutes * 60.0 - elapsed)
@@ -153,6 +180,22 @@ class _Nvme:
                 raise StageFailed(f"self-test still running after {elapsed:.0f} s: aborted")
             if stage_wait(self.ctx, stage.poll_s):
                 raise StageCancelled("cancelled during the self-test")
+
+
+def smartctl_refused(text: str) -> str:
+    """Why smartctl did not start the test ("" when it did): its exit status's bits 0-2 (the
+    command line, the device open, a SMART command failed) with its own words."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return "smartctl's answer is not JSON"
+    status = dig(obj, "smartctl", "exit_status")
+    if not isinstance(status, int) or status & 0x07:
+        messages = dig(obj, "smartctl", "messages")
+        said = "; ".join(str(m.get("string", "")) for m in messages if isinstance(m, dict)) \
+            if isinstance(messages, list) else ""
+        return said or f"exit status {status}"
+    return ""
 
 
 def stage_wait(ctx: RunContext, seconds: float) -> bool:
