@@ -61,13 +61,16 @@ def test_device_mapper_fakes_are_found_with_their_real_capacity(tmp_path: Path) 
     print(f"dm fakes: wrap {wrap['seconds']} s, drop {drop['seconds']} s, genuine "
           f"{genuine['seconds']} s (TCG)")
     # the grade plan on QEMU's NVMe drive: read-only, its self-test refused (recorded so),
-    # graded reuse from its clean health log
+    # its clean health log otherwise: reuse, with the one note that the self-test did not run
     assert "grade rc=0" in log, run.read("grade.log")[-3000:]
     [grade_run] = list((run.share_dir / "grade").rglob("grade/run.json"))
     graded = json.loads(grade_run.read_text())
     assert graded["self_test"]["ran"] is False, graded["self_test"]
     assert "nvme device-self-test refused" in graded["self_test"]["reason"]
-    assert graded["grade"]["grade"] == "reuse", graded["grade"]
+    assert graded["grade"]["grade"] == "reuse, with a note", graded["grade"]
+    reasons = [r["text"] for r in graded["grade"]["reasons"]]
+    assert len(reasons) == 1 and reasons[0].startswith(
+        "the self-test did not run: nvme device-self-test refused"), reasons
     # the intake plan on the wrapping fake: the check fails it with what it holds, the
     # erase still runs (a dm device: discarded, FAIL) and its record carries the check
     assert "intake rc=1" in log, run.read("intake.log")[-3000:]
