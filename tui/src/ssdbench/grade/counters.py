@@ -82,7 +82,8 @@ class GradeInputs:
         return asdict(self)
 
 
-def _int(value: Any) -> int | None:
+def whole(value: Any) -> int | None:
+    """A non-negative JSON integer, else None (a bool, a string, a float: unknown)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
@@ -107,7 +108,7 @@ def _raw(attrs: dict[int, dict[str, Any]], ident: int) -> int | None:
     text = dig(attr, "raw", "string")
     if isinstance(text, str) and (m := re.match(r"\s*(\d+)", text)):
         return int(m.group(1))
-    return _int(dig(attr, "raw", "value"))
+    return whole(dig(attr, "raw", "value"))
 
 
 def _device_statistic(obj: dict[str, Any], name: str) -> int | None:
@@ -117,7 +118,7 @@ def _device_statistic(obj: dict[str, Any], name: str) -> int | None:
         for row in table if isinstance(table, list) else []:
             if isinstance(row, dict) and row.get("name") == name and \
                     dig(row, "flags", "valid") is not False:
-                return _int(row.get("value"))
+                return whole(row.get("value"))
     return None
 
 
@@ -127,7 +128,7 @@ def _ata_self_test(obj: dict[str, Any]) -> SelfTest | None:
         if isinstance(table, list) and table and isinstance(table[0], dict):
             entry = table[0]  # the most recent first
             kind = str(dig(entry, "type", "string") or "").lower()
-            value = _int(dig(entry, "status", "value"))
+            value = whole(dig(entry, "status", "value"))
             passed = dig(entry, "status", "passed")
             nibble = None if value is None else value >> 4
             if not isinstance(passed, bool):
@@ -138,7 +139,7 @@ def _ata_self_test(obj: dict[str, Any]) -> SelfTest | None:
             return SelfTest("short" if "short" in kind else "extended" if (
                 "extended" in kind or "long" in kind) else "conveyance" if "conveyance" in kind
                 else "other", passed, str(dig(entry, "status", "string") or ""),
-                _int(entry.get("lifetime_hours")))
+                whole(entry.get("lifetime_hours")))
     return None
 
 
@@ -147,13 +148,13 @@ def _nvme_self_test(obj: dict[str, Any]) -> SelfTest | None:
     if not (isinstance(table, list) and table and isinstance(table[0], dict)):
         return None
     entry = table[0]
-    code = _int(dig(entry, "self_test_result", "value"))
-    kind = _int(dig(entry, "self_test_code", "value"))
+    code = whole(dig(entry, "self_test_result", "value"))
+    kind = whole(dig(entry, "self_test_code", "value"))
     # result 0: completed without error; 1-4: aborted or interrupted; 5-7: failed
     passed = True if code == 0 else False if code in (5, 6, 7) else None
     return SelfTest({1: "short", 2: "extended"}.get(kind or 0, "other"), passed,
                     str(dig(entry, "self_test_result", "string") or ""),
-                    _int(entry.get("power_on_hours")))
+                    whole(entry.get("power_on_hours")))
 
 
 def parse_smartctl_grade(text: str) -> GradeInputs:
@@ -161,7 +162,7 @@ def parse_smartctl_grade(text: str) -> GradeInputs:
     (its exit status's bits 0-2, no SMART, a USB bridge without SAT) is not available,
     with smartctl's own words. Text that is not smartctl's JSON is a ParseError."""
     obj = load_json_object(text, "smartctl")
-    status = _int(dig(obj, "smartctl", "exit_status"))
+    status = whole(dig(obj, "smartctl", "exit_status"))
     messages = dig(obj, "smartctl", "messages")
     said = "; ".join(str(m.get("string", "")) for m in messages
                      if isinstance(m, dict)) if isinstance(messages, list) else ""
@@ -184,28 +185,28 @@ def parse_smartctl_grade(text: str) -> GradeInputs:
     passed = dig(obj, "smart_status", "passed")
     common: dict[str, Any] = {
         "smart_passed": passed if isinstance(passed, bool) else None,
-        "power_on_hours": _int(dig(obj, "power_on_time", "hours")),
-        "power_cycles": _int(obj.get("power_cycle_count")),
+        "power_on_hours": whole(dig(obj, "power_on_time", "hours")),
+        "power_cycles": whole(obj.get("power_cycle_count")),
         "warnings": warnings,
-        "reported_bytes": _int(dig(obj, "user_capacity", "bytes")),
+        "reported_bytes": whole(dig(obj, "user_capacity", "bytes")),
     }
     if isinstance(nvme, dict):
         spaces = obj.get("nvme_namespaces")
         ns = spaces[0] if isinstance(spaces, list) and spaces and isinstance(
             spaces[0], dict) else {}
-        common["namespace_bytes"] = tuple(_int(dig(ns, k, "bytes"))
+        common["namespace_bytes"] = tuple(whole(dig(ns, k, "bytes"))
                                           for k in ("size", "capacity", "utilization"))
-        units = _int(nvme.get("data_units_written"))
+        units = whole(nvme.get("data_units_written"))
         return GradeInputs(
             True, transport="nvme", **common,
             host_writes_bytes=None if units is None else units * 512_000,
-            critical_warning=_int(nvme.get("critical_warning")),
-            available_spare=_int(nvme.get("available_spare")),
-            spare_threshold=_int(nvme.get("available_spare_threshold")),
-            percentage_used=_int(nvme.get("percentage_used")),
-            media_errors=_int(nvme.get("media_errors")),
-            error_log_entries=_int(nvme.get("num_err_log_entries")),
-            unsafe_shutdowns=_int(nvme.get("unsafe_shutdowns")),
+            critical_warning=whole(nvme.get("critical_warning")),
+            available_spare=whole(nvme.get("available_spare")),
+            spare_threshold=whole(nvme.get("available_spare_threshold")),
+            percentage_used=whole(nvme.get("percentage_used")),
+            media_errors=whole(nvme.get("media_errors")),
+            error_log_entries=whole(nvme.get("num_err_log_entries")),
+            unsafe_shutdowns=whole(nvme.get("unsafe_shutdowns")),
             self_test=_nvme_self_test(obj))
     if not attrs:
         if dig(obj, "scsi_grown_defect_list") is not None or dig(obj, "scsi_model_name"):
@@ -213,10 +214,10 @@ def parse_smartctl_grade(text: str) -> GradeInputs:
         return GradeInputs(False, "smartctl gave no SMART attributes and no NVMe health log "
                                   + (f"({said})" if said else "(a USB bridge without "
                                      "ATA pass-through?)"))
-    life = next(((str(a.get("name")), _int(a.get("value"))) for a in attrs.values()
+    life = next(((str(a.get("name")), whole(a.get("value"))) for a in attrs.values()
                  if a.get("name") in LIFE_LEFT_NAMES), ("", None))
     sectors = _device_statistic(obj, "Logical Sectors Written")
-    block = _int(obj.get("logical_block_size")) or 512
+    block = whole(obj.get("logical_block_size")) or 512
     return GradeInputs(
         True, transport="ata", **common,
         host_writes_bytes=None if sectors is None else sectors * block,

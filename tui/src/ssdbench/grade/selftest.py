@@ -13,7 +13,7 @@ from typing import Any
 from ssdbench.devices.errors import ParseError
 from ssdbench.devices.nvme import load_json_object
 from ssdbench.devices.smart import dig
-from ssdbench.grade.counters import SELF_TEST_FAILED, SelfTest
+from ssdbench.grade.counters import SELF_TEST_FAILED, SelfTest, whole
 
 # the ATA self-test execution status's upper nibble (ATA8-ACS SMART READ DATA byte 363)
 ATA_RUNNING = 15
@@ -36,19 +36,15 @@ class AtaSelfTestState:
     supported: bool
 
 
-def _int(value: Any) -> int | None:
-    return value if type(value) is int and value >= 0 else None
-
-
 def parse_smartctl_capabilities(text: str) -> AtaSelfTestState:
     obj = load_json_object(text, "smartctl -c")
     status = dig(obj, "ata_smart_data", "self_test", "status")
-    if not isinstance(status, dict) or _int(status.get("value")) is None:
+    if not isinstance(status, dict) or whole(status.get("value")) is None:
         raise ParseError("smartctl -c: no ata_smart_data.self_test.status value")
     value = status["value"]
     nibble = value >> 4
     running = nibble == ATA_RUNNING
-    remaining = _int(status.get("remaining_percent"))
+    remaining = whole(status.get("remaining_percent"))
     if running and remaining is None:
         remaining = (value & 0x0F) * 10  # the low nibble: tens of percent left
     passed = status.get("passed")
@@ -57,8 +53,8 @@ def parse_smartctl_capabilities(text: str) -> AtaSelfTestState:
         status=str(status.get("string") or _ATA_WORDS.get(nibble, f"status {value:#x}")),
         passed=None if running else (passed if isinstance(passed, bool) else (
             True if nibble == 0 else False if nibble in SELF_TEST_FAILED else None)),
-        short_minutes=_int(dig(obj, "ata_smart_data", "self_test", "polling_minutes", "short")),
-        extended_minutes=_int(dig(obj, "ata_smart_data", "self_test", "polling_minutes",
+        short_minutes=whole(dig(obj, "ata_smart_data", "self_test", "polling_minutes", "short")),
+        extended_minutes=whole(dig(obj, "ata_smart_data", "self_test", "polling_minutes",
                                   "extended")),
         supported=dig(obj, "ata_smart_data", "capabilities", "self_tests_supported") is True)
 
@@ -91,8 +87,8 @@ def parse_nvme_self_test_log(text: str) -> NvmeSelfTestState:
     ("Current Device Self-Test Operation" in 2.3, "current_operation" in later ones)."""
     obj = load_json_object(text, "nvme self-test-log")
     flat = {_norm(k): v for k, v in obj.items()}
-    op = _int(flat.get("currentdeviceselftestoperation", flat.get("currentoperation")))
-    done = _int(flat.get("currentdeviceselftestcompletion", flat.get("completion")))
+    op = whole(flat.get("currentdeviceselftestoperation", flat.get("currentoperation")))
+    done = whole(flat.get("currentdeviceselftestcompletion", flat.get("completion")))
     if op is None:
         raise ParseError("nvme self-test-log: no current operation")
     reports = next((v for k, v in flat.items() if k in ("listofvalidreports", "result")
@@ -100,16 +96,16 @@ def parse_nvme_self_test_log(text: str) -> NvmeSelfTestState:
     latest = None
     for entry in reports:
         e = {_norm(k): v for k, v in entry.items()} if isinstance(entry, dict) else {}
-        status = _int(e.get("selftestresult", e.get("deviceselfteststatus")))
+        status = whole(e.get("selftestresult", e.get("deviceselfteststatus")))
         if status is None:
             continue
         code = status & 0x0F
         if code == 0x0F:
             continue  # an unused entry
-        kind = _int(e.get("selftestcode")) or (status >> 4)
+        kind = whole(e.get("selftestcode")) or (status >> 4)
         latest = SelfTest({1: "short", 2: "extended"}.get(kind, "other"),
                           True if code == 0 else False if code in (5, 6, 7) else None,
                           _NVME_RESULTS.get(code, f"result {code}"),
-                          _int(e.get("poweronhours")))
+                          whole(e.get("poweronhours")))
         break
     return NvmeSelfTestState(op != 0, op, done if op != 0 else None, latest)
