@@ -94,3 +94,21 @@ def test_linear_top_per_run_the_plan_top_its_floor():
     assert ch.steady_linear_top(np.r_[op25, np.full(3, 9e6)], 40_000) == 50_000.0
     assert ch.steady_linear_top(np.full(600, 500.0), 1_500) == 1_500.0
     assert ch.steady_linear_top(np.empty(0), 40_000) == 40_000.0
+
+
+def test_a_log_axis_has_its_decades_and_minor_marks_in_view_only():
+    iops = _series()
+    t = np.arange(iops.size, dtype=np.float64)
+    scale = ch.log_scale(iops)  # 1K .. 100K, the zero band under it
+    full = dict(ch.iops_figures(t, iops, title="x — consistency-default",
+                                steady_start_s=1400, scale=scale))["iops-full-log"]
+    ax = full.axes[0]
+    full.canvas.draw()
+    assert [round(v) for v in ax.yaxis.get_majorticklocs()] == [1_000, 10_000, 100_000]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1K", "10K", "100K"]
+    # the minor marks: 2..9 of each decade in view (200..900 are below the floor's band
+    # bottom of 1000/10^0.55 = 282: 300..900 only), as one line, no tick objects
+    assert len(ax.yaxis.get_minorticklocs()) == 0
+    marks = [round(v) for v in _gid(full, "minor-ticks").get_ydata()]
+    assert marks == [*range(300, 1000, 100), *range(2_000, 10_000, 1_000),
+                     *range(20_000, 100_000, 10_000)]
