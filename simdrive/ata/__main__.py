@@ -28,6 +28,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="cut the guest's power when SECURITY SET PASSWORD arrives")
     c.add_argument("--user-password", default=None,
                    help="start with this user password set (the drive powers on locked)")
+    c.add_argument("--smart", choices=["healthy", "worn"], default="healthy",
+                   help="the SMART profile: attributes, status and self-test results")
+    c.add_argument("--self-test-seconds", type=float, default=12.0,
+                   help="how long a short self-test runs (extended: four times as long)")
     s = sub.add_parser("serve", help="attach the drive to this kernel and answer its commands")
     s.add_argument("dir", type=Path)
     s.add_argument("--ready", type=Path, required=True, help="write the /dev/sdX here when up")
@@ -40,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         drive = AtaDrive.create(args.dir, Config(
             model=args.model, serial=args.serial, size_bytes=args.size_mib << 20,
             frozen_at_power_on=args.frozen, power_cut_after=args.power_cut_after,
+            smart=args.smart, self_test_seconds=args.self_test_seconds,
         ))
         if args.user_password is not None:
             drive.nv.user_password = args.user_password.encode().ljust(32, b"\0").hex()

@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simdrive.ata import smart as sm
 from simdrive.ata.nbd import Backend, FileBackend
 
 SECTOR = 512
@@ -89,6 +90,8 @@ class Config:
     erase_minutes: int = 2  # words 89/90
     enhanced_erase_minutes: int = 2
     power_cut_after: str = ""  # "set-pass": the guest powers off after SET PASSWORD
+    smart: str = "healthy"  # the SMART profile (simdrive/ata/smart.py): healthy or worn
+    self_test_seconds: float = 12.0  # a short self-test's length (extended: four times)
 
 
 @dataclass
@@ -99,6 +102,8 @@ class Persistent:
     sanitize_succeeded: bool = False
     erase_count: int = 0
     max_sectors: int | None = None  # a non-volatile SET MAX ADDRESS (None: the native max)
+    smart_enabled: bool = True
+    self_test_log: list[list[int | None]] = field(default_factory=list)  # oldest first
 
 
 @dataclass
@@ -131,6 +136,8 @@ class AtaDrive:
         self.data_path = folder / "data.img"
         self.data: Backend = backend or FileBackend(self.data_path, self.config.size_bytes)
         self.vol = Volatile()
+        self.smart = sm.Smart(self.config.smart, self.config.self_test_seconds,
+                              self.nv.self_test_log, self._save)
         self.power_on()
 
     @staticmethod
@@ -156,6 +163,7 @@ class AtaDrive:
             frozen=self.config.frozen_at_power_on,
             locked=self.nv.user_password is not None,
         )
+        self.smart.power_on()
 
     def _save(self) -> None:
         tmp = self.folder / "state.json.tmp"
@@ -218,10 +226,13 @@ class AtaDrive:
         # NOP, HPA, look-ahead, WC, Security, SMART (no SET MAX security extension: 83/86 bit 8)
         w[82] = 0x4000 | 0x0400 | 0x0040 | 0x0020 | 0x0002 | 0x0001
         w[83] = 0x4000 | 0x2000 | 0x1000 | 0x0400  # FLUSH EXT, FLUSH, LBA48
-        w[84] = 0x4000  # no GPL: hdparm -I then asks for no log pages
-        w[85] = 0x0400 | 0x0040 | 0x0020 | 0x0001 | (0x0002 if self.enabled else 0)
+        # SMART error logging and self-test (0-1); no GPL: hdparm -I then asks for no log
+        # pages, and smartctl reads SMART's own logs
+        w[84] = 0x4000 | 0x0003
+        w[85] = 0x0400 | 0x0040 | 0x0020 | (0x0001 if self.nv.smart_enabled else 0) | (
+            0x0002 if self.enabled else 0)
         w[86] = 0x3400
-        w[87] = 0x4000
+        w[87] = 0x4000 | 0x0003
         w[88] = 0x407F
         w[89] = self.config.erase_minutes // 2 if self.config.erase_minutes else 0
         w[90] = self.config.enhanced_erase_minutes // 2 if self.config.enhanced_erase_minutes else 0
@@ -284,12 +295,50 @@ class AtaDrive:
             if tf.lba & 0xFF == 0:  # the log directory: GPL version 1, no logs
                 return Outcome(TaskFile(), (1).to_bytes(2, "little") + bytes(510), "LOG DIRECTORY")
             return _abort(f"READ LOG EXT log {tf.lba & 0xFF:#04x} not implemented")
+        if cmd == SMART:
+            return self._smart(tf)
         if cmd in (CHECK_POWER_MODE,):
             return Outcome(TaskFile(count=0xFF), note="CHECK POWER MODE: active")
         if cmd in (FLUSH_CACHE, FLUSH_CACHE_EXT):
             self.data.flush()
             return Outcome(TaskFile(), note="FLUSH CACHE")
         return _abort(f"command {cmd:#04x} not implemented")
+
+    # ---- SMART (simdrive/ata/smart.py) ------------------------------------------------
+
+    def _smart(self, tf: TaskFile) -> Outcome:
+        feat, low = tf.features & 0xFF, tf.lba & 0xFF
+        if (tf.lba >> 8) & 0xFFFF != sm.SIGNATURE:
+            return _abort(f"SMART {feat:#04x} without the 4Fh/C2h signature")
+        if feat in (sm.ENABLE, sm.DISABLE):
+            self.nv.smart_enabled = feat == sm.ENABLE
+            self._save()
+            return Outcome(TaskFile(lba=tf.lba),
+                           note=f"SMART {'EN' if feat == sm.ENABLE else 'DIS'}ABLE OPERATIONS")
+        if not self.nv.smart_enabled:
+            return _abort(f"SMART {feat:#04x}: SMART is disabled")
+        if feat == sm.READ_DATA:
+            return Outcome(TaskFile(lba=tf.lba), self.smart.read_data(), "SMART READ DATA")
+        if feat == sm.READ_THRESHOLDS:
+            return Outcome(TaskFile(lba=tf.lba), self.smart.read_thresholds(),
+                           "SMART READ THRESHOLDS")
+        if feat in (sm.AUTOSAVE, sm.AUTO_OFFLINE):
+            return Outcome(TaskFile(lba=tf.lba), note=f"SMART {feat:#04x}: ok")
+        if feat == sm.RETURN_STATUS:
+            failing = self.smart.failing()
+            word = sm.THRESHOLD_EXCEEDED if failing else sm.SIGNATURE
+            said = "threshold exceeded" if failing else "good"
+            return Outcome(TaskFile(lba=(word << 8) | low), note=f"SMART RETURN STATUS: {said}")
+        if feat == sm.OFFLINE_IMMEDIATE:
+            note = self.smart.start(low)
+            return Outcome(TaskFile(lba=tf.lba), note=note) if note else _abort(
+                f"SMART EXECUTE OFF-LINE IMMEDIATE {low:#04x} refused")
+        if feat == sm.READ_LOG:
+            data = self.smart.read_log(low)
+            if data is None:
+                return _abort(f"SMART READ LOG {low:#04x}: no such log")
+            return Outcome(TaskFile(lba=tf.lba), data, f"SMART READ LOG {low:#04x}")
+        return _abort(f"SMART {feat:#04x} not implemented")
 
     # ---- Security feature set --------------------------------------------------------
 

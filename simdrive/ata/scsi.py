@@ -2,10 +2,11 @@
 
 ``sd`` attaches with INQUIRY, TEST UNIT READY, READ CAPACITY and MODE SENSE; block I/O
 comes as READ/WRITE(6/10/16); hdparm sends ATA PASS-THROUGH(16) (0x85) or (12) (0xa1).
-A pass-through answer is CHECK CONDITION with descriptor sense holding the ATA Return
-descriptor (0x09), as libata answers: RECOVERED ERROR / ATA PASS-THROUGH INFORMATION
-AVAILABLE (0x00/0x1D) when the command succeeded, ABORTED COMMAND when the drive set ERR
-(hdparm reads the registers from the descriptor; it prints "Input/output error" when ERR
+A pass-through answer, as libata gives it: GOOD with the data when the command succeeded and
+the CDB's CK_COND bit is clear; else CHECK CONDITION with descriptor sense holding the ATA
+Return descriptor (0x09): RECOVERED ERROR / ATA PASS-THROUGH INFORMATION AVAILABLE
+(0x00/0x1D) when the command succeeded, ABORTED COMMAND when the drive set ERR (hdparm sets
+CK_COND and reads the registers from the descriptor; it prints "Input/output error" when ERR
 is set).
 """
 
@@ -22,6 +23,7 @@ NO_SENSE, RECOVERED_ERROR, NOT_READY, MEDIUM_ERROR, DATA_PROTECT = 0x0, 0x1, 0x2
 ILLEGAL_REQUEST, ABORTED_COMMAND = 0x5, 0xB
 
 ATA_16, ATA_12 = 0x85, 0xA1
+CK_COND = 0x20  # ATA PASS-THROUGH byte 2: return the ATA registers even on success
 
 
 def fixed_sense(key: int, asc: int, ascq: int = 0) -> bytes:
@@ -231,4 +233,10 @@ class SatTarget:
             verdict = f"ABORTED (status {out.tf.status:02x} error {out.tf.error:02x})"
         self.log(f"ATA_{16 if cdb[0] == ATA_16 else 12} proto={protocol} {tf.describe()} -> "
                  f"{verdict}: {out.note} [{1000 * (time.monotonic() - start):.1f} ms]")
+        if out.ok and not cdb[2] & CK_COND:
+            # SAT-4 12.2.2.2, as libata answers: a command that succeeded with CK_COND clear
+            # returns GOOD and its data (smartctl's SAT detection sends its IDENTIFY so, and
+            # takes a CHECK CONDITION there for no SAT); hdparm always sets CK_COND to read
+            # the registers back from the ATA Return descriptor
+            return Reply(GOOD, out.data)
         return Reply(CHECK_CONDITION, out.data if out.ok else b"", ata_return_sense(out.tf))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from simdrive.ata import drive as ata
+from simdrive.ata import smart as smart_module
 from simdrive.ata.drive import AtaDrive, Config, TaskFile
 from simdrive.ata.scsi import SatTarget, ata_return_sense, decode_passthrough
 from simdrive.ata.tcmu import CHECK_CONDITION, Reply, Ring
@@ -118,6 +119,15 @@ def test_sat_answer_is_what_hdparm_reads(tmp_path: Path) -> None:
     assert sb[1:4] == bytes([0x01, 0x00, 0x1D]) and sb[8 + 13] == 0x50
     bad = ata_return_sense(TaskFile(status=0x51, error=0x04))
     assert bad[1] == 0x0B and bad[8 + 3] == 0x04 and bad[8 + 13] & 0x01
+    # CK_COND clear (smartctl's SAT detection): GOOD and the data, as libata answers; a
+    # command the drive aborts is CHECK CONDITION whatever CK_COND says
+    plain = bytes([cdb[0], cdb[1], 0x0E, *cdb[3:]])
+    reply = target(plain, b"")
+    assert reply.status == 0 and reply.data == d.identify() and not reply.sense
+    refused = bytearray(plain)
+    refused[14] = 0xB0  # SMART without its signature: aborted
+    reply = target(bytes(refused), b"")
+    assert reply.status == CHECK_CONDITION and reply.sense[1] == 0x0B
 
 
 def test_scsi_unmap_punches_ranges_and_capacity_says_lbpme(tmp_path: Path) -> None:
@@ -271,3 +281,88 @@ def test_set_max_refused_while_locked(tmp_path: Path) -> None:
     assert run(d, ata.SET_PASS, sec_data()).ok
     locked = AtaDrive(d.folder)
     assert not _set_max(locked, 1000, permanent=True).ok
+
+
+SMART_SIG = 0xC24F00  # LBA mid 4Fh, high C2h
+
+
+def smart(d: AtaDrive, feature: int, low: int = 0) -> ata.Outcome:
+    return run(d, ata.SMART, features=feature, lba=SMART_SIG | low)
+
+
+def attrs(data: bytes) -> dict[int, tuple[int, int, int]]:
+    """id -> (value, worst, raw) of SMART READ DATA."""
+    out = {}
+    for i in range(30):
+        e = data[2 + 12 * i: 14 + 12 * i]
+        if e[0]:
+            out[e[0]] = (e[3], e[4], int.from_bytes(e[5:11], "little"))
+    return out
+
+
+def test_smart_profiles_status_and_structures(tmp_path: Path) -> None:
+    healthy, worn = new(tmp_path / "h"), new(tmp_path / "w", smart="worn")
+    assert word(healthy, 82) & 1 and word(healthy, 85) & 1  # SMART supported, enabled
+    assert word(healthy, 84) & 3 == 3 and not word(healthy, 84) & 0x20  # logs, no GPL
+    for d in (healthy, worn):
+        data = smart(d, 0xD0).data
+        assert len(data) == 512 and sum(data) % 256 == 0  # the checksum
+        assert sum(smart(d, 0xD1).data) % 256 == 0
+    assert attrs(smart(healthy, 0xD0).data)[5] == (100, 100, 0)
+    assert attrs(smart(worn, 0xD0).data)[5] == (8, 8, 1520)
+    assert attrs(smart(worn, 0xD0).data)[9][2] == 46000
+    thresholds = smart(worn, 0xD1).data
+    assert (thresholds[2], thresholds[3]) == (5, 10)  # Reallocated_Sector_Ct's threshold
+    # RETURN STATUS: the signature back when good, 2CF4h when a pre-failure attribute is at
+    # or below its threshold (the worn drive's 5 and 177)
+    assert (smart(healthy, 0xDA).tf.lba >> 8) & 0xFFFF == 0xC24F
+    assert (smart(worn, 0xDA).tf.lba >> 8) & 0xFFFF == 0x2CF4
+    # without the signature, a SMART command is aborted
+    assert not run(healthy, ata.SMART, features=0xD0, lba=0).ok
+    # the log directory names the error log and the self-test log
+    directory = smart(healthy, 0xD5, 0x00).data
+    assert directory[2 * 0x01] == 1 and directory[2 * 0x06] == 1
+    assert not smart(healthy, 0xD5, 0x09).ok  # no selective self-test log
+    # disabled: only ENABLE is taken; the state outlives a reopen
+    assert smart(healthy, 0xD9).ok and not smart(healthy, 0xD0).ok
+    assert not word(AtaDrive(healthy.folder), 85) & 1
+    assert smart(healthy, 0xD8).ok and smart(healthy, 0xD0).ok
+
+
+def test_self_test_counts_down_then_logs_its_result(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(smart_module, "monotonic", lambda: now[0])
+    worn = new(tmp_path / "w", smart="worn", self_test_seconds=10.0)
+    healthy = new(tmp_path / "h", self_test_seconds=10.0)
+    assert smart(worn, 0xD4, 0x01).ok  # short, off-line mode
+    assert not smart(worn, 0xD4, 0x02).ok  # one at a time: only an abort is taken
+    assert smart(worn, 0xD0).data[363] == 0xF9  # running, 90% left (the most the nibble says)
+    now[0] += 4.5
+    assert smart(worn, 0xD0).data[363] == 0xF6  # 55% left, rounded up to tens
+    now[0] += 6
+    assert smart(worn, 0xD0).data[363] == 0x70  # failed: read element
+    log = smart(worn, 0xD5, 0x06).data
+    assert sum(log) % 256 == 0 and log[508] == 1  # one descriptor, the newest at 1
+    assert (log[2], log[3]) == (0x01, 0x70)  # short, read failure
+    assert int.from_bytes(log[4:6], "little") == 46000  # its life timestamp (power-on hours)
+    assert int.from_bytes(log[7:11], "little") == 0x1234  # the first failing LBA
+    # the log outlives a power cycle (state.json)
+    assert AtaDrive(worn.folder).smart.read_log(0x06) == log
+    # a healthy drive's extended test passes in four times the short one's time
+    assert smart(healthy, 0xD4, 0x02).ok
+    now[0] += 39
+    assert smart(healthy, 0xD0).data[363] >> 4 == 0xF
+    now[0] += 1
+    assert smart(healthy, 0xD0).data[363] == 0x00
+    # an abort logs "aborted by the host" with what was left
+    assert smart(healthy, 0xD4, 0x01).ok
+    now[0] += 2
+    assert smart(healthy, 0xD4, 0x7F).ok
+    assert smart(healthy, 0xD0).data[363] == 0x19
+    log = smart(healthy, 0xD5, 0x06).data
+    assert log[508] == 2 and (log[26], log[27]) == (0x01, 0x19)
+    # a power cycle interrupts a running test
+    assert smart(healthy, 0xD4, 0x01).ok
+    healthy.power_on()
+    assert smart(healthy, 0xD0).data[363] >> 4 == 0x2

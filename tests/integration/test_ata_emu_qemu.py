@@ -256,9 +256,59 @@ def test_hpa_set_by_hdparm_warned_then_native_max_restored_and_erased(tmp_path: 
     assert rec["hidden_areas"]["ata"]["hpa"]["hidden_sectors"] == 0
     assert not any("HPA" in w for w in rec["warnings"]), rec["warnings"]
     assert rec["result"]["status"] == "PASS", rec["result"]
+    # the healthy profile's counters, read through smartctl and SAT before the erase: reuse
+    # (simdrive/ata/smart.py; the worn one is graded scrap below)
+    assert rec["grade"] == {"grade": "reuse", "reasons": []}, rec["grade"]
     assert second.read("size2.txt").strip() == str(native)
     offsets = rec["verification"]["offsets"]
     assert max(offsets) >= HPA_VISIBLE * 512, offsets  # the samples reach the restored end
     assert "SET MAX ADDRESS EXT (non-volatile): max 32768 of 32768" in emu_log(second)
     assert json.loads((drive.folder / "state.json").read_text())["max_sectors"] is None
     assert drive.read(hidden_lba * 512, 512) == bytes(512)
+
+
+def test_worn_drive_graded_scrap_its_self_test_run_with_progress(tmp_path: Path) -> None:
+    """One boot: the worn emulated SSD (simdrive/ata/smart.py: reallocated and pending
+    sectors, 3% life left, a self-test that fails at a read element) through the real
+    smartctl and the kernel's SAT: `ssdbench run --plan grade` runs its short self-test
+    with the drive's own progress, then grades it scrap with each reason; `smartctl -x`'s
+    own verdict and log are kept for the parser tests (tests/data/fixtures/selftest)."""
+    work = tmp_path / "vm"
+    make_drive(work / "share", smart="worn", self_test_seconds=15.0)
+    run = boot(work, "\n".join([
+        f'{PY} -m ssdbench --ata-passthrough "$dev" run "$dev" --plan grade --no-svg '
+        f'--results /run/out/grade > grade.out 2> grade.err; echo "grade rc=$?"',
+        'smartctl -x "$dev" > smartctl-x.txt 2>&1; echo "smartctl rc=$?"',
+        'smartctl -j -x "$dev" > smartctl-x.json 2>&1; echo "smartctl -j rc=$?"',
+    ]))
+    log = ok(run)
+    assert "grade rc=0" in log, run.read("grade.err")[-3000:]
+    [graded_run] = list((run.share_dir / "grade").rglob("grade/run.json"))
+    graded = json.loads(graded_run.read_text())
+    # the self-test ran, with the drive's countdown as progress, and failed
+    st = graded["self_test"]
+    assert st["ran"] is True and st["result"]["passed"] is False, st
+    assert st["result"]["kind"] == "short" and "read" in st["result"]["status"], st
+    progress = [line for line in run.read("grade.err").splitlines()
+                if " self-test running " in line and "%" in line]
+    assert len(progress) >= 2, run.read("grade.err")[-3000:]  # polled every 5 s of 15
+    assert "SMART short self-test started (15 s)" in emu_log(run)
+    # the grade: scrap, each reason from the drive's own counters
+    grade = graded["grade"]
+    assert grade["grade"] == "scrap", grade
+    reasons = {r["counter"]: r for r in grade["reasons"]}
+    assert reasons["smart_status"]["grade"] == "scrap"
+    assert reasons["Reallocated_Sector_Ct"]["value"] == "now"  # at its own threshold
+    assert reasons["self_test"]["grade"] == "scrap"
+    for counter, value in (("pending_sectors", 48), ("offline_uncorrectable", 48),
+                           ("reallocated", 1520), ("reported_uncorrectable", 212),
+                           ("power_on_hours", 46000)):
+        assert reasons[counter]["value"] == value, (counter, grade["reasons"])
+    assert any("97% of its rated life used" in r["text"] for r in grade["reasons"]), grade
+    # smartctl's own words: the overall assessment FAILED and the self-test log entry
+    # its exit status: 8 (failing) + 16 (a pre-failure attribute at its threshold) + 128
+    # (the self-test log has an error); none of bits 0-2 (it read everything it asked for)
+    assert "smartctl rc=152" in log and "smartctl -j rc=152" in log, log[-2000:]
+    text = run.read("smartctl-x.txt")
+    assert "SMART overall-health self-assessment test result: FAILED!" in text, text[-3000:]
+    assert "Short offline       Completed: read failure" in text, text[-3000:]

@@ -195,3 +195,27 @@ def test_a_capacity_that_does_not_add_up_is_named() -> None:
                                            kernel_bytes=268435456).reasons]
     assert reasons == ["identity does not add up: namespace capacity 536,870,912 bytes "
                        "exceeds its size 268,435,456 (NCAP > NSZE)"]
+
+
+WORN = "smart/smartctl-x-j_7.3_simdrive-ata-emu_worn_EMULATED.json"
+
+
+def test_the_emulated_worn_drive_through_real_smartctl_is_scrap_for_each_of_its_reasons() -> None:
+    """smartctl 7.3's own JSON of simdrive's worn ATA SSD (its exit status 152: failing, an
+    attribute at threshold, an error in the self-test log; none of bits 0-2)."""
+    worn = parse_smartctl_grade(fixture_text(WORN))
+    assert worn.available and worn.transport == "ata" and worn.smart_passed is False
+    assert (worn.reallocated, worn.pending, worn.offline_uncorrectable,
+            worn.reported_uncorrectable, worn.crc_errors, worn.power_on_hours) == (
+        1520, 48, 48, 212, 0, 46000)
+    assert (worn.life_left_percent, worn.life_attribute) == (3, "Wear_Leveling_Count")
+    assert set(worn.failing_now) == {"Reallocated_Sector_Ct", "Wear_Leveling_Count"}
+    assert worn.self_test is not None and worn.self_test.passed is False
+    assert (worn.self_test.kind, worn.self_test.power_on_hours) == ("short", 46000)
+    assert worn.warnings == ()
+    grade = grade_drive(worn)
+    assert grade.grade == SCRAP
+    counters = {r.counter for r in grade.reasons if r.grade == SCRAP}
+    assert counters == {"smart_status", "Reallocated_Sector_Ct", "Wear_Leveling_Count",
+                        "pending_sectors", "offline_uncorrectable", "reallocated",
+                        "reported_uncorrectable", "self_test"}
