@@ -51,8 +51,8 @@ def test_a_genuine_simulated_ssd_passes(tmp_path: Path) -> None:
 
 def test_the_intake_plan_finds_the_fake_erases_it_and_says_so_on_the_record(
         tmp_path: Path) -> None:
-    """`ssdbench run --plan intake` on the wrapping counterfeit: the authenticity run fails
-    with what the drive holds, the erase run still purges it (a loop device: discarded, a
+    """`ssdbench run --plan intake --set capacity_check=full` on the wrapping counterfeit: the
+    authenticity run (the quick check, then the full one) fails with what the drive holds, the erase run still purges it (a loop device: discarded, a
     FAIL record) and its signed-or-not record and certificate carry the capacity check and
     the grade; summary.csv and report.html say it too."""
     require_root()
@@ -69,17 +69,23 @@ def test_the_intake_plan_finds_the_fake_erases_it_and_says_so_on_the_record(
         results = tmp_path / "results"
         code = main(["run", drive.loop, "--plan", "intake", "--destroy",
                      os.path.basename(drive.loop), "--erase-fallback", "discard", "--quiet",
-                     "--results", str(results), "--set", "record_pdf=false"])
+                     "--results", str(results), "--set", "record_pdf=false",
+                     "--set", "capacity_check=full"])
     assert code == ExitCode.FAILURE
     [auth] = list(results.rglob("authenticity/run.json"))
     run = json.loads(auth.read_text())
     assert run["state"] == "failed" and run["error"].startswith("stage authenticity: fake "
                                                                  "capacity: FAKE (wraps)")
     assert run["authenticity"]["real_bytes"] == REAL
+    # capacity_check = "full": the full check ran too, though the quick one found the fake
+    full = run["capacity_full"]
+    assert (full["verdict"], full["verified_bytes"], full["first_bad_lba"]) == (
+        "wraps", REAL, 0), full
     [record_path] = list(results.rglob("erase-record.json"))
     record = json.loads(record_path.read_text())
     assert record["authenticity"]["verdict"] == "wraps"
     assert record["authenticity"]["real_bytes"] == REAL
+    assert record["authenticity"]["full"].startswith("FAKE (wraps): 67,108,864 of")
     assert record["grade"]["grade"] == "not gradable"  # a loop device has no SMART
     cert = (record_path.parent / "erase-certificate.html").read_text()
     assert "Capacity check: FAKE (wraps)" in cert
@@ -89,3 +95,32 @@ def test_the_intake_plan_finds_the_fake_erases_it_and_says_so_on_the_record(
     assert rows["authenticity"]["real_capacity_bytes"] == str(REAL)
     report = (auth.parent.parent / "report.html").read_text()
     assert "Capacity check" in report and "read back the tag of block" in report
+    assert "Full check: every block written and read back" in report
+    assert "first bad LBA</th><td>0 (the tag of block 32,768)" in report
+
+
+@pytest.mark.parametrize(("fake", "verdict", "holds"), [
+    # the claim is 2.29 times the real 64 MiB: block 0 holds the last write that wrapped
+    # onto it, block 32,768's (two real capacities on)
+    ("wrap", "wraps", f"the tag of block {2 * REAL // 4096:,}"), ("drop", "drops", "zeros")])
+def test_the_full_check_writes_every_block_and_finds_the_first_bad_lba(
+        tmp_path: Path, fake: str, verdict: str, holds: str) -> None:
+    """The full check on the same counterfeits: every block of the claimed 153,603,584
+    bytes written with its tag and read back; what the drive holds is what reads back."""
+    require_root()
+    from ssdbench.grade.capacity import check_full
+
+    with simulated_drive(tmp_path / fake, "enterprise", CLAIMED, 3000, fake=fake,
+                         real_size=str(REAL)) as drive:
+        assert drive.loop
+        io = DirectIO(drive.loop, 4096)
+        try:
+            r = check_full(io, io.size(), 4096, 512)
+        finally:
+            io.close()
+    assert (r.verdict, r.fake, r.verified_bytes) == (verdict, True, REAL), r.evidence
+    # a wrap: the drive's start holds the later writes; a drop: its end reads zeros
+    first = 0 if fake == "wrap" else REAL // 512
+    assert (r.first_bad_lba, r.first_bad_holds) == (first, holds)
+    assert r.write_mib_s and r.series_mib_s, r
+    print(f"full check, {fake}: {r.summary}; write {r.write_seconds} s, read {r.read_seconds} s")

@@ -49,6 +49,15 @@ class Model:
         pass
 
 
+class OneBad(Model):
+    """A genuine drive whose block 2560 (10 MiB) fails to read."""
+
+    def read(self, offset: int, length: int) -> bytes:
+        if offset == 2560 * B:
+            raise OSError(5, "Input/output error")
+        return super().read(offset, length)
+
+
 def check(model: Model) -> CapacityResult:
     return check_capacity(model, model.claimed, B, nonce=b"n" * 16)
 
@@ -103,12 +112,6 @@ def test_a_wrap_whose_aliases_give_a_multiple_of_its_capacity_is_narrowed_to_it(
 def test_one_bad_block_on_a_genuine_drive_is_failing_not_fake() -> None:
     """A 64 MiB drive whose block 2560 (10 MiB) fails: blocks beyond it hold their tags,
     so it is not a fake of 10 MiB (it was: "FAKE (fails) ... holds 10,485,760 bytes")."""
-    class OneBad(Model):
-        def read(self, offset: int, length: int) -> bytes:
-            if offset == 2560 * B:
-                raise OSError(5, "Input/output error")
-            return super().read(offset, length)
-
     r = check(OneBad(64 * MIB, 64 * MIB))
     assert (r.verdict, r.fake, r.real_bytes) == ("unreadable", False, 64 * MIB), r
     assert r.summary.startswith("not a fake, but failing")

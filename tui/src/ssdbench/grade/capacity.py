@@ -271,18 +271,32 @@ class DirectIO:
         self.fd = os.open(path, flags)
         self.buf = mmap.mmap(-1, block)
 
+    def _room(self, length: int) -> memoryview:
+        """The aligned buffer's first ``length`` bytes (grown for a larger request)."""
+        if length > len(self.buf):
+            self.buf.close()
+            self.buf = mmap.mmap(-1, length)
+        return memoryview(self.buf)[:length]
+
     def write(self, offset: int, data: bytes) -> None:
-        self.buf.seek(0)
-        self.buf.write(data)
-        n = os.pwritev(self.fd, [self.buf], offset)
+        room = self._room(len(data))
+        room[:] = data
+        try:
+            n = os.pwritev(self.fd, [room], offset)
+        finally:
+            room.release()
         if n != len(data):
             raise OSError(5, f"short write at {offset}: {n} of {len(data)} bytes")
 
     def read(self, offset: int, length: int) -> bytes:
-        n = os.preadv(self.fd, [self.buf], offset)
-        if n != length:
-            raise OSError(5, f"short read at {offset}: {n} of {length} bytes")
-        return bytes(self.buf[:length])
+        room = self._room(length)
+        try:
+            n = os.preadv(self.fd, [room], offset)
+            if n != length:
+                raise OSError(5, f"short read at {offset}: {n} of {length} bytes")
+            return bytes(room)
+        finally:
+            room.release()
 
     def sync(self) -> None:
         os.fsync(self.fd)
@@ -293,3 +307,226 @@ class DirectIO:
 
     def size(self) -> int:
         return os.lseek(self.fd, 0, os.SEEK_END)
+
+
+# ---- the full check -------------------------------------------------------------------
+
+FULL_MAGIC = 0x5353_4442_464C_4C31  # "SSDBFLL1": word 0 of every block of the full check
+FULL_CHUNK = 1 << 20  # bytes written or read per request
+FULL_ERROR_RUN = 16  # consecutive chunks whose writes fail: the rest is not written
+_MIX_A, _MIX_B = 0x9E37_79B9_7F4A_7C15, 0xBF58_476D_1CE4_E5B9
+
+
+@dataclass(frozen=True)
+class FullCheckResult:
+    """Every block of the claimed span written with its own tag, then read back."""
+
+    verdict: str  # "genuine" | "wraps" | "drops" | "fails" | "unreadable"
+    claimed_bytes: int
+    verified_bytes: int  # blocks that read back their own tag
+    bad_blocks: int
+    first_bad_lba: int | None  # in logical blocks of ``lba_bytes``
+    first_bad_holds: str | None  # what the first bad block read instead of its tag
+    block: int
+    lba_bytes: int
+    write_seconds: float
+    read_seconds: float
+    write_mib_s: float | None
+    collapse_at_s: int | None  # where the write speed fell and stayed down (fill_stats)
+    collapse_bytes: int | None  # bytes written by then
+    collapse_from_mib_s: float | None
+    collapse_to_mib_s: float | None
+    series_mib_s: tuple[float, ...] = ()  # the write speed per second
+    evidence: tuple[str, ...] = field(default=())
+
+    @property
+    def fake(self) -> bool:
+        return self.verdict in ("wraps", "drops", "fails")
+
+    def to_json(self) -> dict[str, Any]:
+        d = {**asdict(self), "evidence": list(self.evidence), "fake": self.fake}
+        d["series_mib_s"] = [round(v, 1) for v in self.series_mib_s]
+        return d
+
+    @property
+    def summary(self) -> str:
+        speed = "" if self.collapse_at_s is None else (
+            f"; the write speed fell from {_mib(self.collapse_from_mib_s)} to "
+            f"{_mib(self.collapse_to_mib_s)} MiB/s after {self.collapse_at_s} s "
+            f"({(self.collapse_bytes or 0) / 2**20:,.0f} MiB written)")
+        if self.verdict == "genuine":
+            return (f"genuine: all {self.claimed_bytes:,} bytes written and read back "
+                    f"intact{speed}")
+        first = f"first bad LBA {self.first_bad_lba:,} ({self.first_bad_holds})"
+        return (f"{'FAKE (' + self.verdict + ')' if self.fake else 'failing (unreadable)'}: "
+                f"{self.verified_bytes:,} of {self.claimed_bytes:,} bytes read back intact, "
+                f"{self.bad_blocks:,} blocks of {self.block} bytes bad, {first}{speed}")
+
+
+def _mib(value: float | None) -> str:
+    return "?" if value is None else f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
+
+
+def _full_pattern(first: int, count: int, block: int, nonce: int) -> Any:
+    """The tags of blocks ``first .. first+count-1`` as uint64 rows: the magic, the run's
+    nonce, the block's index, then words that differ in every block and run."""
+    import numpy as np
+
+    words = block // 8
+    idx = np.arange(first, first + count, dtype=np.uint64)[:, None]
+    col = np.arange(words, dtype=np.uint64)[None, :]
+    with np.errstate(over="ignore"):
+        rows = (idx * np.uint64(_MIX_A) + col * np.uint64(_MIX_B)) ^ np.uint64(nonce)
+    rows[:, 0] = FULL_MAGIC
+    rows[:, 1] = nonce
+    rows[:, 2] = idx[:, 0]
+    return rows
+
+
+def _full_owner(row: Any, nonce: int) -> str:
+    """What a block that is not its own tag holds."""
+    if not row.any():
+        return "zeros"
+    if int(row[0]) == FULL_MAGIC:
+        if int(row[1]) != nonce:
+            return "an earlier run's data"
+        return f"the tag of block {int(row[2]):,}"
+    return "other data"
+
+
+def _spread(buckets: dict[int, float], start: float, end: float, nbytes: int) -> None:
+    """A request's bytes over the seconds it took (a slow drive's 1 MiB may take several
+    seconds: every one of them wrote, none was a stall)."""
+    if end <= start:
+        buckets[int(end)] = buckets.get(int(end), 0.0) + nbytes
+        return
+    second = int(start)
+    while second < end:
+        part = min(end, second + 1) - max(start, second)
+        buckets[second] = buckets.get(second, 0.0) + nbytes * part / (end - start)
+        second += 1
+
+
+def check_full(io: BlockIO, claimed: int, block: int = 4096, lba_bytes: int = 512, *,
+               progress: Callable[[str, float], None] = lambda _s, _f: None,
+               clock: Callable[[], float] = time.monotonic,
+               nonce: int | None = None) -> FullCheckResult:
+    """The full check: every block of the claimed span written in order with its own tag
+    (FULL_CHUNK at a time, timed: the write speed per second), then read back and
+    compared. A wrap shows as blocks holding another block's tag, a drop as zeros or old
+    data, a failure as read or write errors; the first bad LBA is where the damage starts
+    (on a wrap that is the start of the drive: the later writes overwrote it)."""
+    import numpy as np
+
+    from ssdbench.analysis.fill import fill_stats
+
+    blocks = claimed // block
+    if blocks < 1:
+        raise ValueError(f"{claimed} bytes is too small to check")
+    nonce = secrets.randbits(64) if nonce is None else nonce
+    per_chunk = max(1, FULL_CHUNK // block)
+    evidence: list[str] = []
+    # the write pass, timed per second of the clock
+    t0 = clock()
+    buckets: dict[int, float] = {}
+    last = 0.0
+    write_errors: list[int] = []
+    error_run = 0
+    written_to = blocks
+    for first in range(0, blocks, per_chunk):
+        count = min(per_chunk, blocks - first)
+        data = _full_pattern(first, count, block, nonce).tobytes()
+        try:
+            io.write(first * block, data)
+            error_run = 0
+        except OSError as exc:
+            write_errors.append(first)
+            error_run += 1
+            if len(write_errors) == 1:
+                evidence.append(f"the write at byte {first * block:,} failed: "
+                                f"{exc.strerror or exc}")
+            if error_run >= FULL_ERROR_RUN:
+                written_to = first + count
+                evidence.append(f"{FULL_ERROR_RUN} writes in a row failed: the rest of the "
+                                f"span (from byte {written_to * block:,}) was not written")
+                break
+        now = clock() - t0
+        _spread(buckets, last, now, count * block)
+        last = now
+        if first % (per_chunk * 64) == 0:
+            progress(f"writing: {first * block / 2**30:,.1f} of {claimed / 2**30:,.1f} GiB",
+                     0.5 * first / blocks)
+    _sync(io)
+    write_s = clock() - t0
+    # the read pass
+    t1 = clock()
+    bad = 0
+    first_bad: int | None = None
+    holds: str | None = None
+    for first in range(0, blocks, per_chunk):
+        count = min(per_chunk, blocks - first)
+        if first >= written_to:
+            bad += blocks - first
+            if first_bad is None:
+                first_bad, holds = first, "never written (the writes before it failed)"
+            break
+        try:
+            got = np.frombuffer(io.read(first * block, count * block), dtype=np.uint64)
+        except OSError as exc:
+            if first_bad is not None:  # past the first damage: the request counts whole
+                bad += count
+                continue
+            # the first failing request, block by block: the first bad LBA exactly
+            for i in range(first, first + count):
+                try:
+                    one = np.frombuffer(io.read(i * block, block), dtype=np.uint64)
+                    ok = bool((one == _full_pattern(i, 1, block, nonce)[0]).all())
+                    what = "" if ok else _full_owner(one, nonce)
+                except OSError as one_exc:
+                    what = f"a read error ({one_exc.strerror or one_exc or exc})"
+                if what:
+                    bad += 1
+                    if first_bad is None:
+                        first_bad, holds = i, what
+            continue
+        rows = got.reshape(count, block // 8)
+        wrong = np.flatnonzero((rows != _full_pattern(first, count, block, nonce)).any(axis=1))
+        if wrong.size:
+            bad += int(wrong.size)
+            if first_bad is None:
+                first_bad = first + int(wrong[0])
+                holds = _full_owner(rows[int(wrong[0])], nonce)
+        if first % (per_chunk * 64) == 0:
+            progress(f"verifying: {first * block / 2**30:,.1f} of {claimed / 2**30:,.1f} GiB",
+                     0.5 + 0.5 * first / blocks)
+    read_s = clock() - t1
+    # whole seconds only: the last, partial one would read as a fall at the end
+    whole = int(write_s) if write_s >= 1 else len(buckets)
+    series = [buckets.get(s, 0.0) / 2**20 for s in range(whole)]
+    collapse = collapse_bytes = before = after = None
+    if series:
+        gib = np.cumsum(np.asarray(series)) / 1024
+        stats = fill_stats(np.asarray(series), gib)
+        if stats.cliff_at_s is not None:
+            collapse, before, after = (stats.cliff_at_s, stats.before_cliff_mib_s,
+                                       stats.after_cliff_mib_s)
+            collapse_bytes = int((stats.cliff_gib or 0) * 2**30)
+    if first_bad is None:
+        verdict = "genuine"
+    elif holds is not None and holds.startswith("the tag of block"):
+        verdict = "wraps"
+    elif write_errors or (holds or "").startswith("a read error"):
+        verdict = "fails"
+    else:
+        verdict = "drops"
+    if verdict in ("drops", "fails") and first_bad is not None and bad < blocks - first_bad:
+        verdict = "unreadable"  # bad blocks with good ones beyond them: failing, not a fake
+    if first_bad is not None:
+        evidence.append(f"block {first_bad:,} (byte {first_bad * block:,}) holds {holds}")
+    scale = block // lba_bytes
+    return FullCheckResult(
+        verdict, claimed, (blocks - bad) * block, bad,
+        None if first_bad is None else first_bad * scale, holds, block, lba_bytes,
+        round(write_s, 2), round(read_s, 2),
+        round(claimed / 2**20 / write_s, 1) if write_s > 0 else None,
+        collapse, collapse_bytes, before, after, tuple(series), tuple(evidence))

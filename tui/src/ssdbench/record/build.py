@@ -170,6 +170,8 @@ def build_record(
                         if isinstance(r, Mapping)]}}),
         # the plan's fake-capacity check before the erase (intake: grade/capacity.py)
         **({} if authenticity is None else {"authenticity": {
-            k: authenticity.get(k) for k in ("verdict", "fake", "claimed_bytes", "real_bytes",
-                                             "summary")}}),
+            **{k: authenticity.get(k) for k in ("verdict", "fake", "claimed_bytes",
+                                                "real_bytes", "summary")},
+            # the full check's words, when the plan ran it (capacity_check = "full")
+            **({"full": str(authenticity["full"])} if "full" in authenticity else {})}}),
     }

@@ -82,7 +82,12 @@ def _authenticity(ctx: RunContext) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     found = data.get("authenticity") if isinstance(data, dict) else None
-    return found if isinstance(found, dict) else None
+    if not isinstance(found, dict):
+        return None
+    full = data.get("capacity_full")
+    if isinstance(full, dict) and isinstance(full.get("summary"), str):
+        found = {**found, "full": full["summary"]}  # the full check's words, when it ran
+    return found
 
 
 def _health(ctx: RunContext, phase: str) -> Any:

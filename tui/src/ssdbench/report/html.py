@@ -417,6 +417,29 @@ def authenticity_html(meta: Mapping[str, Any]) -> str:
     evidence = a.get("evidence")
     if isinstance(evidence, list) and evidence:
         out += "<ul>" + "".join(f"<li>{esc(e)}</li>" for e in evidence) + "</ul>"
+    return out + capacity_full_html(meta)
+
+
+def capacity_full_html(meta: Mapping[str, Any]) -> str:
+    """run.json ``capacity_full``: every block written and read back."""
+    f = _mapping(meta.get("capacity_full"))
+    if not isinstance(f.get("verdict"), str):
+        return ""
+    cls = "g-reuse" if f["verdict"] == "genuine" else "g-scrap"
+    first = f.get("first_bad_lba")
+    collapse = f.get("collapse_at_s")
+    out = (f"<h4>Full check: every block written and read back</h4><p><span class=\"verdict "
+           f"{cls}\">{esc(f['verdict'])}</span> {esc(f.get('summary', ''))}</p>")
+    out += kv_table([
+        ("read back intact", capacity_text(f.get("verified_bytes"))),
+        ("bad blocks", f.get("bad_blocks")),
+        ("first bad LBA", "none" if first is None else
+         f"{num(first)} ({f.get('first_bad_holds') or ''})"),
+        ("write", f"{f.get('write_seconds')} s, {f.get('write_mib_s')} MiB/s mean"),
+        ("read back", f"{f.get('read_seconds')} s"),
+        ("write speed collapse", "none found" if collapse is None else
+         f"after {collapse} s ({f.get('collapse_from_mib_s')} to "
+         f"{f.get('collapse_to_mib_s')} MiB/s)")])
     return out
 
 

@@ -1,13 +1,15 @@
 """The authenticity stage: the quick fake-capacity check (grade/capacity.py) on the whole
-claimed span; run.json ``authenticity``. Destructive (tagged blocks across the drive):
-a plan with it needs consent like any erase. A fake fails the run with what it holds.
+claimed span, run.json ``authenticity``; with ``capacity_check = "full"`` then the full
+check (every block written and read back), run.json ``capacity_full``. Destructive
+(tagged blocks across the drive): a plan with it needs consent like any erase. A fake
+fails the run with what it holds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ssdbench.grade.capacity import DirectIO, check_capacity
+from ssdbench.grade.capacity import DirectIO, check_capacity, check_full
 from ssdbench.stages.base import RunContext, StageFailed
 
 BLOCK = 4096
@@ -28,14 +30,27 @@ class AuthenticityStage:
         except OSError as exc:
             raise StageFailed(f"{ctx.target.path}: cannot open for the check: "
                               f"{exc.strerror or exc}") from None
+        full = str(getattr(ctx.params, "capacity_check", "quick")) == "full"
         try:
             result = check_capacity(io, ctx.target.span_bytes, block,
                                     progress=lambda line: ctx.emit(self.name, "running", line))
+            ctx.record.set("authenticity", {**result.to_json(), "summary": result.summary})
+            ctx.emit(self.name, "running", result.summary)
+            whole = None
+            if full:  # asked for: run even on a fake (its first bad LBA and speed)
+                whole = check_full(
+                    io, ctx.target.span_bytes, block, logical,
+                    progress=lambda line, f: ctx.emit(self.name, "running",
+                                                      f"full check: {line}", fraction=f))
+                ctx.record.set("capacity_full", {**whole.to_json(), "summary": whole.summary})
+                ctx.emit(self.name, "running", f"full check: {whole.summary}")
         finally:
             io.close()
-        ctx.record.set("authenticity", {**result.to_json(), "summary": result.summary})
-        ctx.emit(self.name, "running", result.summary)
         if result.fake:
             raise StageFailed(f"fake capacity: {result.summary}")
+        if whole is not None and whole.fake:
+            raise StageFailed(f"fake capacity (full check): {whole.summary}")
         if result.verdict == "unreadable":
             raise StageFailed(f"unreadable blocks: {result.summary}")
+        if whole is not None and whole.verdict == "unreadable":
+            raise StageFailed(f"unreadable blocks (full check): {whole.summary}")

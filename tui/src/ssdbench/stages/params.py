@@ -85,6 +85,10 @@ class RunParams:
     the erase covers the whole drive; setting it is the consent (docs/erase.md)."""
     self_test: str = "none"
     """Grade plan: the drive's own self-test first: none, short or extended."""
+    capacity_check: str = "quick"
+    """Authenticity run: quick (tagged blocks on a grid, about a minute) or full (then every
+    block of the claimed span written and read back: the first bad LBA and where the write
+    speed collapses; as long as writing and reading the whole drive)."""
     grade_reallocated_scrap: int = 100
     """Grade: ATA reallocated sectors (5) at or above this are scrap (> 0: a note)."""
     grade_reported_uncorrectable_scrap: int = 10
@@ -215,6 +219,8 @@ def _convert(key: str, value: object, source: str) -> object:
         raise bad("fail or discard")
     if key == "self_test" and value not in ("none", "short", "extended"):
         raise bad("none, short or extended")
+    if key == "capacity_check" and value not in ("quick", "full"):
+        raise bad("quick or full")
     if key == "psid" and value == PSID_GIVEN:
         return ""  # a plan read back from run.json / the journal: the PSID was not kept
     if key == "psid" and value:

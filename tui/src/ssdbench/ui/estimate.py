@@ -92,6 +92,10 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
             continue
         if kind == "authenticity":  # at most 65,536 tagged blocks written and read
             parts.append((f"{label}/authenticity", AUTHENTICITY_S))
+            if str(getattr(params, "capacity_check", "quick")) == "full":
+                # then every block written and read back
+                parts.append((f"{label}/full-check", drive.size_bytes / MIB / write
+                              + drive.size_bytes / MIB / read))
             continue
         parts.append((f"{label}/erase", erase_seconds(drive, erase_fallback)))
         if kind == "erase":  # purge and verify only: the read-back is a few blocks
