@@ -130,10 +130,13 @@ def run_guest(
     serial: str = "SSDB0001",
     timeout_s: float = 300.0,
     cpu: str = "max",
+    nbd_nvme: tuple[tuple[str, str], ...] = (),
 ) -> GuestRun:
     """Boot, run ``job`` (a /bin/sh script, cwd = the share) in the guest, power off.
 
-    ``nvme_size_mib=0``: no NVMe drive (the guest does not wait for one)."""
+    ``nvme_size_mib=0``: no NVMe drive (the guest does not wait for one). ``nbd_nvme``:
+    more NVMe drives, each (an NBD server's unix socket, its serial): a simulated SSD
+    (scripts/simdrive start) the guest sees as /dev/nvmeNn1 after the first."""
     work_dir.mkdir(parents=True, exist_ok=True)
     share = work_dir / "share"
     share.mkdir(exist_ok=True)
@@ -149,6 +152,10 @@ def run_guest(
         f"nvme,serial={serial},drive=nv0,logical_block_size={logical_block_size},"
         f"physical_block_size={logical_block_size}",
     ] if nvme_size_mib else []
+    for n, (socket, nbd_serial) in enumerate(nbd_nvme, start=1):
+        nvme += ["-drive", f"file=nbd:unix:{socket},if=none,id=nv{n},format=raw,"
+                           "cache=none,discard=unmap",
+                 "-device", f"nvme,serial={nbd_serial},drive=nv{n}"]
     argv = [
         "qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-cpu", cpu, "-m", "1024", "-smp", "1",
         "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio",
