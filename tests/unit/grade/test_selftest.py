@@ -174,3 +174,23 @@ def test_a_refused_or_unlogged_ata_self_test_is_not_a_pass(tmp_path: Path) -> No
     assert st["ran"] is False and "Input/output error" in st["reason"], st
     st = run_short(tmp_path / "b", STARTED, 2)
     assert st["ran"] is False and "logged no new self-test" in st["reason"], st
+
+
+def test_the_grade_compares_the_drive_with_the_kernels_size_now(tmp_path: Path) -> None:
+    """After an HPA's native max is restored and the disk rescanned the kernel sees more
+    than the run's target said when it started: the identity check uses sysfs's size now
+    (the stale one made the restored drive's identity "not add up")."""
+    from ssdbench.stages.grade import grade_now
+
+    text = fixture_text(SATA)  # the 860 EVO: 500,107,862,016 bytes
+    argv = ["smartctl", "-j", "-x", "/dev/sda"]
+    runner = ScriptedRunner().add(argv, text).add(argv, text)
+    ctx = _ctx(tmp_path, runner, "sda", "none")  # its target: 32 MiB when the run began
+    fs = ctx.host.fs
+    assert isinstance(fs, ReplayFS)
+    fs.record.files["/sys/class/block/sda/size"] = f"{500_107_862_016 // 512}\n"
+    graded = grade_now(ctx)
+    assert not any("identity" in r["text"] for r in graded["reasons"]), graded["reasons"]
+    fs.record.files["/sys/class/block/sda/size"] = "30000\n"  # an HPA set since
+    graded = grade_now(ctx)
+    assert any("the kernel sees 15,360,000" in r["text"] for r in graded["reasons"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ssdbench.report import render_drive, render_index
-from ssdbench.report.html import capacity_text, drive_rows, trim_support_text
+from ssdbench.report.html import capacity_text, drive_rows, health_html, trim_support_text
 from tests.unit.report.synthetic import DriveSpec, write_drive_folder
 
 
@@ -123,3 +123,9 @@ def test_no_bare_no_next_to_an_effective_trim_verdict(tmp_path: Path):
     assert rows["TRIM"] == "IDENTIFY: not listed; kernel: discards (up to 4 GiB a request)"
     assert not re.search(r"<td>no</td>", page[:page.index("<h3>Runs</h3>")])
     assert "kernel: discards" in page
+
+
+def test_an_authenticity_run_says_why_it_has_no_counters() -> None:
+    text = health_html({"kind": "authenticity"}, "")
+    assert "not read by this run" in text and "before 2026-11" not in text
+    assert "before 2026-11" in health_html({"kind": "consistency"}, "")  # an old run.json

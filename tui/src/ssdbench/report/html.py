@@ -358,6 +358,9 @@ def health_html(meta: Mapping[str, Any], rel: str) -> str:
     head = "<h3>" + esc("Drive's own counters") + "</h3>"
     h = meta.get("health")
     if not isinstance(h, dict):
+        if meta.get("kind") == "authenticity":  # reads no counters: the erase run does
+            return head + ("<p>not read by this run: the capacity check writes and reads "
+                           "blocks only (the plan's erase run reads them)</p>")
         return head + ("<p>not recorded by this run (ssdbench before 2026-11 did not read "
                        "the drive's counters)</p>")
     out = head

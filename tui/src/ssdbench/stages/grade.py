@@ -18,6 +18,19 @@ from ssdbench.stages.base import RunContext
 from ssdbench.system import CommandError
 
 
+def kernel_bytes(ctx: RunContext) -> int | None:
+    """The kernel's size of the device now (sysfs, 512-byte units): after an HPA's native
+    max is restored and the disk rescanned it is not the size the run started with (that
+    stale size made a restored drive's identity "not add up")."""
+    if ctx.target.kind != "block":
+        return None
+    name = ctx.target.kernel_name
+    text = ctx.host.fs.read_text(f"/sys/class/block/{name}/size") if name else None
+    if text and text.strip().isdigit():
+        return int(text.strip()) * 512
+    return ctx.target.span_bytes
+
+
 def grade_now(ctx: RunContext) -> dict[str, Any]:
     """Read the drive's counters now and grade them: run.json's ``grade`` member."""
     try:
@@ -38,8 +51,8 @@ def grade_now(ctx: RunContext) -> dict[str, Any]:
             fresh.get("power_on_hours")))
     params = ctx.params
     limits = params.grade_thresholds() if hasattr(params, "grade_thresholds") else Thresholds()
-    kernel = ctx.target.span_bytes if ctx.target.kind == "block" else None
-    grade = grade_drive(inputs, limits, kernel_bytes=kernel, self_test_missing=missing)
+    grade = grade_drive(inputs, limits, kernel_bytes=kernel_bytes(ctx),
+                        self_test_missing=missing)
     return {**grade.to_json(), "summary": grade.summary, "thresholds": limits.__dict__,
             "inputs": inputs.to_json()}
 
