@@ -129,3 +129,15 @@ def test_an_authenticity_run_says_why_it_has_no_counters() -> None:
     text = health_html({"kind": "authenticity"}, "")
     assert "not read by this run" in text and "before 2026-11" not in text
     assert "before 2026-11" in health_html({"kind": "consistency"}, "")  # an old run.json
+
+
+def test_counters_read_once_show_what_the_drive_said_and_nothing_empty() -> None:
+    """The grade and erase plans read the drive's health once, before the run: one column
+    of what it reported, no empty "After" and "Change" columns, no links to raw files the
+    run never wrote."""
+    text = health_html({"kind": "grade", "health": {"before": {
+        "available": True, "passed": False, "temperature_c": 42, "power_on_hours": 46000,
+        "reallocated_sectors": 1520, "percentage_used": None}}}, "")
+    assert "Read before the run" in text and "After" not in text
+    assert "<td>FAILED</td>" in text and "1,520" in text and "46,000 h" in text
+    assert "Percentage used" not in text and "smart/before.json" not in text

@@ -369,6 +369,20 @@ def health_html(meta: Mapping[str, Any], rel: str) -> str:
     before, after, delta = (_mapping(h.get(k)) for k in ("before", "after", "delta"))
     if not before and not after:
         return out
+    if not after:  # read once, before the run (the grade and erase plans): what it said
+        once = [[name, _counter_text(v, unit)] for key, name, unit in (
+            *COUNTER_ROWS, ("reallocated_sectors", "Reallocated sectors", ""))
+                if (v := _count(before.get(key))) is not None]
+        if isinstance(before.get("passed"), bool):
+            once.insert(0, ["SMART overall assessment",
+                            "passed" if before["passed"] else "FAILED"])
+        if not once:
+            return out + "<p>The drive reported none of these counters.</p>"
+        out += table(["Counter", "Read before the run"],
+                     [[Markup(esc(c)) for c in r] for r in once])
+        tool = f" with <code>{esc(h['tool'])}</code>" if h.get("tool") else ""
+        return out + (f"<p class=\"small\">Read{tool} once, before the run's first stage; "
+                      "counters the drive did not report are left out.</p>")
     rows: list[list[Any]] = []
     for key, name, unit in COUNTER_ROWS:
         b, a = _count(before.get(key)), _count(after.get(key))
