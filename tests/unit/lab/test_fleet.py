@@ -206,9 +206,11 @@ def test_models_on_a_log_scale_a_model_less_drive_named_and_iops_printed_alike()
     page = fleet.fleet_html(fleet.Fleet({}, rows, "2026-11-27T10:00:00Z"))
     assert "54,645 ± 14,091" in page and "103 ± 9" in page
     assert "none reported" in page
-    # nothing keeps a long cell on one line: the page wraps to its window
+    # nothing keeps a long cell on one line: the page wraps to its window; words break
+    # only when one alone is too wide, and a bench's free text (errors, URLs) anywhere
     assert re.search(r"th,td\{[^}]*white-space:nowrap", page) is None
-    assert "overflow-wrap:anywhere" in page
+    assert re.search(r"th,td\{[^}]*overflow-wrap:break-word", page)
+    assert "div.long{max-width:28em;overflow-wrap:anywhere}" in page
 
 
 def test_a_drive_far_from_its_models_other_runs_is_marked() -> None:
@@ -226,3 +228,20 @@ def test_a_drive_far_from_its_models_other_runs_is_marked() -> None:
     page = fleet.fleet_html(fleet.Fleet({}, rows, "2026-11-27T10:00:00Z"))
     assert "58% below its model (median 5,050 of 4 others)" in page
     assert "1 run(s) far from their model's other runs" in page
+
+
+def test_the_capacity_check_is_on_the_fleet_page_and_in_fleet_csv() -> None:
+    """#32 item 4: the authenticity result on the fleet page: a fake with what it holds."""
+    blank = dict.fromkeys(fleet.CSV_COLUMNS, "")
+    rows = [{**blank, "bench": "b1", "model": "", "serial": "F1", "run": "authenticity",
+             "state": "failed", "started": "2026-11-27T10:00:00Z", "steady_iops": "",
+             "steady_iops_stddev": "", "authenticity": "wraps",
+             "real_capacity_bytes": "67108864"},
+            {**blank, "bench": "b1", "model": "M", "serial": "G1", "run": "authenticity",
+             "state": "done", "started": "2026-11-27T09:00:00Z", "steady_iops": "",
+             "steady_iops_stddev": "", "authenticity": "genuine",
+             "real_capacity_bytes": "500107862016"}]
+    page = fleet.fleet_html(fleet.Fleet({}, rows, "2026-11-27T10:00:00Z"))
+    assert "capacity check" in page and "<b>FAKE: wraps, holds 67.1 MB</b>" in page
+    assert "<td>genuine</td>" in page
+    assert fleet.CSV_COLUMNS[-2:] == ("authenticity", "real_capacity_bytes")

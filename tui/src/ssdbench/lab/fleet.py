@@ -24,13 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from ssdbench.lab.store import Store
+from ssdbench.report.summary import authenticity_cells
 from ssdbench.untrusted import csv_row
 
 WANTED = ("status.json", "run.json", "drive.json", "erase-record.json", "record-chain.json")
 SILENT_AFTER_S = 120.0
 CSV_COLUMNS = ("bench", "model", "firmware", "serial", "run_id", "run", "state", "trim_verdict",
                "steady_iops", "steady_iops_stddev", "erase_method", "erase_verified",
-               "started", "finished", "grade", "grade_reasons")
+               "started", "finished", "grade", "grade_reasons",
+               "authenticity", "real_capacity_bytes")
 Loader = Callable[[], bytes]
 
 
@@ -43,6 +45,7 @@ class Bench:
     # its erase records' hash chain (record/chain.py): "" when it has none
     records: str = ""
     records_ok: bool = True
+    records_unsigned: bool = False  # every problem is an unsigned record (no lab key)
 
 
 @dataclass
@@ -211,6 +214,7 @@ def _check_records(bench: Bench, name: str, keys: list[str], state_key: str | No
         [(k[k.find(prefix) + len(prefix):] if prefix in k else k, read(k)) for k in keys],
         read(state_key) if state_key else None)
     bench.records_ok = report.ok
+    bench.records_unsigned = not report.ok and all("UNSIGNED" in line for line in report.lines)
     bench.records = "; ".join(report.lines) if not report.ok else (
         f"{len(keys)} record{'s' if len(keys) != 1 else ''}, chain intact")
 
@@ -243,6 +247,7 @@ def _row(key: str, doc: dict[str, Any], drives: dict[str, dict[str, Any]]) -> di
         "started": str(doc.get("started") or ""), "finished": str(doc.get("finished") or ""),
         "grade": str(grade.get("grade") or "") if isinstance(grade.get("grade"), str) else "",
         "grade_reasons": "; ".join(str(_obj(r).get("text") or "") for r in reasons),
+        **authenticity_cells(doc),  # the intake plan's fake-capacity check
     }
 
 
@@ -259,9 +264,10 @@ def fleet_csv(fleet: Fleet) -> str:
 CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.5em 0;max-width:100%}th,td{padding:.2em .6em;
-border-bottom:1px solid #ddd;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+border-bottom:1px solid #ddd;text-align:left;vertical-align:top;overflow-wrap:break-word}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-th{background:#f3f3f3}.state{white-space:nowrap}svg{max-width:100%;height:auto}
+th{background:#f3f3f3;overflow-wrap:normal}.state{white-space:nowrap}
+svg{max-width:100%;height:auto}div.long{max-width:28em;overflow-wrap:anywhere}
 .state{font-weight:600;padding:.05em .5em;border-radius:.6em}.running{background:#d6eaff}
 .done{background:#d8f5d8}.failed,.damaged{background:#ffd6d6}.silent{background:#ffe9b3}
 .cancelled,.interrupted,.unknown{background:#eee}.small{color:#666;font-size:.9em}
@@ -274,7 +280,7 @@ def _store_state(store: object) -> str:
     if not isinstance(store, dict):
         return ""
     if store.get("last_error"):
-        return _e(store["last_error"])
+        return _long(store["last_error"])
     n = store.get("outages")
     if isinstance(n, int) and n > 0:
         return (f"<span title='{_e(store.get('last_failure') or '')}'>{n} outage"
@@ -285,6 +291,12 @@ def _store_state(store: object) -> str:
 
 def _e(text: object) -> str:
     return html.escape(str(text))
+
+
+def _long(text: object) -> str:
+    """Free text a bench reports (an error, a URL): at most 28em wide, broken anywhere, so
+    one long token cannot widen the page past its window."""
+    return f'<div class="long">{_e(text)}</div>' if text else ""
 
 
 def _state(state: str) -> str:
@@ -394,7 +406,8 @@ def fleet_html(fleet: Fleet) -> str:
         ("bench", "state", "plan", "last event", "errors", "status sent", "store",
          "erase records"),
         ((_e(b.name), _state(b.state), _e(b.status.get("plan", "")),
-          _e(b.status.get("last_event", "")), _e("; ".join(_strings(b.status.get("errors")))),
+          _long(b.status.get("last_event", "")),
+          _long("; ".join(_strings(b.status.get("errors")))),
           _ago(b.silent_s), _store_state(b.status.get("store")), _records(b))
          for b in benches), set()))
     live = [(b, d) for b in benches for d in _list(b.status.get("drives"))
@@ -424,7 +437,7 @@ def fleet_html(fleet: Fleet) -> str:
                      f"least {BASELINE_MIN_OTHERS} others): marked below.</p>")
     parts.append(_table(
         ("when", "bench", "model", "firmware", "serial", "run", "state", "TRIM",
-         "steady IOPS", "erase", "grade"),
+         "steady IOPS", "erase", "grade", "capacity check"),
         ((_e(r["started"]), _e(r["bench"]),
           _e(r["model"]) or "<span class='small'>none reported</span>", _e(r["firmware"]),
           _e(r["serial"]), _e(r["run"]), _state(r["state"]), _e(r["trim_verdict"]),
@@ -432,7 +445,7 @@ def fleet_html(fleet: Fleet) -> str:
           + (f"<br><b class='small'>{_e(off)}</b>" if (off := baseline.get(id(r))) else ""),
           _e(r["erase_method"] + (" (verified)" if r["erase_verified"] == "true" else "")),
           f"<span title='{_e(r['grade_reasons'])}'>{_e(r['grade'])}</span>"
-          if r["grade"] else "")
+          if r["grade"] else "", _capacity(r))
          for r in fleet.rows), {8}))
     if fleet.skipped:
         parts.append("<h2>Files left out</h2><p class='small'>A bench's file that could not "
@@ -473,13 +486,28 @@ def off_baseline(rows: list[dict[str, str]]) -> dict[int, str]:
     return out
 
 
+def _capacity(row: dict[str, str]) -> str:
+    """The fake-capacity check's cell: genuine, or the fake's verdict and what it holds."""
+    verdict = row.get("authenticity") or ""
+    if not verdict or verdict == "genuine":
+        return _e(verdict)
+    real = row.get("real_capacity_bytes") or ""
+    holds = f", holds {int(real) / 1e6:,.1f} MB" if real.isdigit() else ""
+    word = "FAKE: " if verdict in ("wraps", "drops", "fails") else ""
+    return f"<b>{_e(word + verdict + holds)}</b>"
+
+
 def _records(bench: Bench) -> str:
     """The erase records' cell: the chain intact, or what is wrong with it (red)."""
     if not bench.records:
         return ""
     if bench.records_ok:
         return _e(bench.records)
-    return f'<span class="state failed">chain broken</span> {_e(bench.records[:2000])}'
+    # a bench with no lab key signs nothing: its records cannot be checked, which is not
+    # the same as a chain found broken
+    label = '<span class="state silent">unsigned</span>' if bench.records_unsigned else \
+        '<span class="state failed">chain broken</span>'
+    return f'<div class="long">{label} {_e(bench.records[:2000])}</div>'
 
 
 def _strings(value: object) -> list[str]:
