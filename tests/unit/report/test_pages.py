@@ -47,7 +47,7 @@ def test_index_leads_with_a_readable_summary(stick: Path):
     assert header == ["Drive", "Run", "Steady IOPS (mean ± sd)",
                       "Steady state, cliff and events", "Seconds at 0 IOPS",
                       "Longest stall", "TRIM verdict (probes: clean → after torture → "
-                      "after TRIM)", "Erase", "Grade"]
+                      "after TRIM)", "Erase", "Grade, capacity check"]
     by_run = {r[1].split()[0]: r for r in rows}
     cons, trim = by_run["consistency-default"], by_run["trim"]
     assert cons[0] == "Synthetic SSD 530 SYN1"
@@ -141,3 +141,18 @@ def test_counters_read_once_show_what_the_drive_said_and_nothing_empty() -> None
     assert "Read before the run" in text and "After" not in text
     assert "<td>FAILED</td>" in text and "1,520" in text and "46,000 h" in text
     assert "Percentage used" not in text and "smart/before.json" not in text
+
+
+def test_index_shows_the_capacity_check_beside_the_grade() -> None:
+    """#32 item 4: the authenticity result on index.html (a fake with what it holds)."""
+    from ssdbench.report.html import overview_table
+    from ssdbench.report.summary import SUMMARY_COLUMNS
+
+    row = dict.fromkeys(SUMMARY_COLUMNS, "")
+    row.update(drive_dir="d", run="authenticity", run_state="failed",
+               authenticity="wraps", real_capacity_bytes="67108864")
+    text = overview_table([row])
+    assert "Grade, capacity check" in text and "FAKE: wraps</span>" in text
+    assert "holds 67.1 MB (64 MiB)" in text
+    row.update(authenticity="genuine", real_capacity_bytes="")
+    assert "capacity: genuine" in overview_table([row])

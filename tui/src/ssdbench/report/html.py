@@ -738,7 +738,7 @@ def _run_cell(r: Mapping[str, str]) -> Markup:
 OVERVIEW_HEADERS = ("Drive", "Run", "Steady IOPS (mean ± sd)",
                     "Steady state, cliff and events", "Seconds at 0 IOPS",
                     "Longest stall", "TRIM verdict (probes: clean → after torture → after TRIM)",
-                    "Erase", "Grade")
+                    "Erase", "Grade, capacity check")
 
 
 def overview_table(rows: Sequence[Mapping[str, str]]) -> str:
@@ -758,10 +758,22 @@ def overview_table(rows: Sequence[Mapping[str, str]]) -> str:
 
 
 def _grade_cell(r: Mapping[str, str]) -> Markup | str:
-    if not r.get("grade"):
-        return "—"
-    return Markup(f"{grade_badge(r['grade'])} <span class=\"small\">{esc(r['grade_reasons'])}"
-                  "</span>")
+    """The run's grade with its reasons, and the intake plan's capacity check: a fake with
+    what it holds (summary.csv ``authenticity``, ``real_capacity_bytes``)."""
+    out = ""
+    if r.get("grade"):
+        out = (f"{grade_badge(r['grade'])} <span class=\"small\">{esc(r['grade_reasons'])}"
+               "</span>")
+    verdict = r.get("authenticity") or ""
+    if verdict:
+        real = r.get("real_capacity_bytes") or ""
+        holds = f" holds {capacity_text(int(real))}" if real.isdigit() else ""
+        fake = verdict in ("wraps", "drops", "fails")
+        cls = "g-reuse" if verdict == "genuine" else "g-scrap"
+        out += (("<br>" if out else "") + f"<span class=\"verdict {cls}\">"
+                f"{'FAKE: ' if fake else 'capacity: '}{esc(verdict)}</span>"
+                + (f" <span class=\"small\">{esc(holds)}</span>" if fake and holds else ""))
+    return Markup(out) if out else "—"
 
 
 def index_page(rows: Sequence[dict[str, str]], drive_links: Sequence[tuple[str, str]],
