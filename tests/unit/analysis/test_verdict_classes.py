@@ -273,6 +273,35 @@ def test_a_two_step_fall_has_its_cliff_at_the_last_step_from_its_own_plateau(
     assert abs(step.at_s - a_) <= 2
 
 
+@pytest.mark.parametrize(("levels", "steps_at", "n", "seed"), [
+    # the demo's consumer drive at 25% OP: 980 -> 703 at 9 s -> 443 at 23 s (72%, then 63%)
+    ((980, 703, 443), (9, 23), 240, 44), ((50_000, 34_000, 21_000), (300, 700), 2000, 45),
+    ((12_000, 9_000, 5_200), (120, 150), 600, 46)])
+def test_falls_in_a_row_that_together_go_below_half_are_the_cliff_at_the_first(
+        levels: tuple[float, float, float], steps_at: tuple[int, int], n: int,
+        seed: int) -> None:
+    """No single fall goes below half, the chain does: a reviewer calls the first fall the
+    cliff (it had been two "steps" and no cliff: make demo, 2026-11-27)."""
+    a_, b_ = steps_at
+    iops = np.r_[noisy(levels[0], a_, 0.03, seed), noisy(levels[1], b_ - a_, 0.04, seed + 1),
+                 noisy(levels[2], n - b_, 0.04, seed + 2)]
+    a = analyse_iops(iops)
+    assert a.cliff.at_s is not None and abs(a.cliff.at_s - a_) <= 2, (a.cliff, a.events)
+    assert a.cliff.reference_iops is not None
+    assert abs(a.cliff.reference_iops / levels[0] - 1) < 0.05  # the first plateau
+    assert a.events is not None
+    (step,) = a.events.of("step")  # the second fall is named, not hidden
+    assert abs(step.at_s - b_) <= 2
+
+
+def test_falls_in_a_row_that_stay_above_half_are_steps_not_a_cliff() -> None:
+    iops = np.r_[noisy(10_000, 400, 0.03, 47), noisy(7_800, 400, 0.03, 48),
+                 noisy(6_100, 1200, 0.03, 49)]  # 78%, then 78%: 61% in all
+    a = analyse_iops(iops)
+    assert a.cliff.at_s is None, a.cliff
+    assert a.events is not None and len(a.events.of("step")) == 2
+
+
 @pytest.mark.parametrize(("top", "bottom", "tau", "seed"), [
     (80_000, 6_000, 400, 38), (40_000, 5_000, 700, 39), (20_000, 4_000, 250, 40)])
 def test_a_smooth_decay_is_a_decline_not_a_cliff(top: float, bottom: float, tau: float,
