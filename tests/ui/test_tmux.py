@@ -100,10 +100,13 @@ def shrink_quick_plan(screen: Screen, wait_s: float,
                       runs: str = "consistency-default, trim") -> str:
     """From the plan form's erase-method field: 5 s tortures (their steady window, the last
     30%, then holds a second fio logged: fio often leaves the last one out, and a missing
-    second is never invented), OP 0, 4 MiB probes, each value typed into its field and seen
-    there; the screen once the run list shows ``runs``."""
+    second is never invented), OP 0, 4 MiB probes, 5 s of TRIM idle (the settle after the
+    torture and the wait after the TRIM: 60 s each by default, two idle minutes of every
+    run), each value typed into its field and seen there; the screen once the run list
+    shows ``runs``."""
     for label, value in (("Torture (s)", "5"), ("TRIM torture (s)", "5"),
-                         ("OP levels (%)", "0"), ("Probe (GiB)", "0.004")):
+                         ("OP levels (%)", "0"), ("Probe (GiB)", "0.004"),
+                         ("TRIM idle (s)", "5")):
         screen.key("Tab")
         screen.type(value)
         screen.wait(field_shows(label, value), wait_s)

@@ -36,6 +36,7 @@ FIELDS = (
     ("trim_torture_seconds", "TRIM torture (s)"),
     ("op_levels", "OP levels (%)"),
     ("probe_gib", "Probe (GiB)"),
+    ("trim_idle_seconds", "TRIM idle (s)"),
     ("fill_passes", "Fill passes"),
 )
 
@@ -121,7 +122,8 @@ def form_values(preset: str) -> dict[str, str]:
     return {"torture_seconds": str(p.torture_seconds),
             "trim_torture_seconds": str(p.trim_torture_seconds),
             "op_levels": ",".join(str(o) for o in preset_op_levels(preset)),
-            "probe_gib": f"{p.probe_gib:g}", "fill_passes": str(p.fill_passes)}
+            "probe_gib": f"{p.probe_gib:g}", "trim_idle_seconds": str(p.trim_idle_seconds),
+            "fill_passes": str(p.fill_passes)}
 
 
 def plan_summary(plan: Plan, drives: list[Drive]) -> Text:
@@ -170,7 +172,8 @@ def preset_help(preset: str, values: dict[str, str]) -> str:
 
 
 SHORT = {"torture_seconds": "torture", "trim_torture_seconds": "TRIM torture",
-         "op_levels": "OP levels", "probe_gib": "probe", "fill_passes": "fill passes"}
+         "op_levels": "OP levels", "probe_gib": "probe", "trim_idle_seconds": "TRIM idle",
+         "fill_passes": "fill passes"}
 
 
 @dataclass(frozen=True)
@@ -212,8 +215,8 @@ class PlanScreen(Screen[None]):
                 yield Select(list(ERASE_CHOICES), value=self.form.erase, allow_blank=False,
                              compact=True, id="erase")
             with Vertical(id="run-fields"):
-                for key, label in FIELDS:
-                    with Horizontal(classes="field"):
+                for key, label in FIELDS:  # one block, a line each (80x25 keeps its summary)
+                    with Horizontal(classes="field tight"):
                         yield Label(label, classes="label")
                         yield Input(values[key], id=key, compact=True)
             with Vertical(id="erase-fields"):
