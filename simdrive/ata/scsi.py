@@ -234,9 +234,9 @@ class SatTarget:
         self.log(f"ATA_{16 if cdb[0] == ATA_16 else 12} proto={protocol} {tf.describe()} -> "
                  f"{verdict}: {out.note} [{1000 * (time.monotonic() - start):.1f} ms]")
         if out.ok and not cdb[2] & CK_COND:
-            # SAT-4 12.2.2.2, as libata answers: a command that succeeded with CK_COND clear
-            # returns GOOD and its data (smartctl's SAT detection sends its IDENTIFY so, and
-            # takes a CHECK CONDITION there for no SAT); hdparm always sets CK_COND to read
-            # the registers back from the ATA Return descriptor
+            # SAT-4's ATA PASS-THROUGH results, as libata answers: a command that succeeded
+            # with CK_COND clear returns GOOD and its data (smartctl's SAT detection sends
+            # its IDENTIFY so, and takes a CHECK CONDITION there for no SAT); hdparm always
+            # sets CK_COND to read the registers back from the ATA Return descriptor
             return Reply(GOOD, out.data)
         return Reply(CHECK_CONDITION, out.data if out.ok else b"", ata_return_sense(out.tf))

@@ -35,6 +35,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 MAGIC = b"SSDBENCH-CAPACITY-TAG\n"
+# the verdicts of a drive that claims more than it holds ("unreadable": a failing drive
+# that holds its span; "genuine"), of the quick and the full check alike
+FAKE_VERDICTS = ("wraps", "drops", "fails")
 MIN_GRID = 1 << 20
 MAX_TAGS = 65_536
 
@@ -62,7 +65,7 @@ class CapacityResult:
     @property
     def fake(self) -> bool:
         """Claims more than it holds ("unreadable": it holds its span, with bad blocks)."""
-        return self.verdict in ("wraps", "drops", "fails")
+        return self.verdict in FAKE_VERDICTS
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "evidence": list(self.evidence), "fake": self.fake}
@@ -341,7 +344,7 @@ class FullCheckResult:
 
     @property
     def fake(self) -> bool:
-        return self.verdict in ("wraps", "drops", "fails")
+        return self.verdict in FAKE_VERDICTS
 
     def to_json(self) -> dict[str, Any]:
         d = {**asdict(self), "evidence": list(self.evidence), "fake": self.fake}

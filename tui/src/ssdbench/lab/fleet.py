@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ssdbench.grade.capacity import FAKE_VERDICTS
 from ssdbench.lab.store import Store
 from ssdbench.report.summary import authenticity_cells
 from ssdbench.untrusted import csv_row
@@ -493,7 +494,7 @@ def _capacity(row: dict[str, str]) -> str:
         return _e(verdict)
     real = row.get("real_capacity_bytes") or ""
     holds = f", holds {int(real) / 1e6:,.1f} MB" if real.isdigit() else ""
-    word = "FAKE: " if verdict in ("wraps", "drops", "fails") else ""
+    word = "FAKE: " if verdict in FAKE_VERDICTS else ""
     return f"<b>{_e(word + verdict + holds)}</b>"
 
 

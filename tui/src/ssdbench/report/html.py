@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ssdbench import __version__
+from ssdbench.grade.capacity import FAKE_VERDICTS
 from ssdbench.report.charts import MB_PER_MIB, Chart
 from ssdbench.report.model import RunAnalysis, run_warnings
 from ssdbench.report.summary import SUMMARY_COLUMNS
@@ -768,7 +769,7 @@ def _grade_cell(r: Mapping[str, str]) -> Markup | str:
     if verdict:
         real = r.get("real_capacity_bytes") or ""
         holds = f" holds {capacity_text(int(real))}" if real.isdigit() else ""
-        fake = verdict in ("wraps", "drops", "fails")
+        fake = verdict in FAKE_VERDICTS
         cls = "g-reuse" if verdict == "genuine" else "g-scrap"
         out += (("<br>" if out else "") + f"<span class=\"verdict {cls}\">"
                 f"{'FAKE: ' if fake else 'capacity: '}{esc(verdict)}</span>"

@@ -39,6 +39,12 @@ class Target:
                 "op_percent": op_percent}
 
 
+def sysfs_size_bytes(host: Host, name: str) -> int | None:
+    """The kernel's size of block device ``name`` now (sysfs counts 512-byte units)."""
+    text = host.fs.read_text(f"/sys/class/block/{name}/size")
+    return int(text.strip()) * 512 if text and text.strip().isdigit() else None
+
+
 def resolve_target(host: Host, path: str) -> Target:
     """Look at ``path``: a block device (size from sysfs) or a regular file (its size)."""
     try:
@@ -47,10 +53,10 @@ def resolve_target(host: Host, path: str) -> Target:
         raise StageFailed(f"target {path}: {exc.strerror}") from None
     if stat.S_ISBLK(st.st_mode):
         name = os.path.basename(os.path.realpath(path))
-        text = host.fs.read_text(f"/sys/class/block/{name}/size")
-        if text is None or not text.strip().isdigit():
+        size = sysfs_size_bytes(host, name)
+        if size is None:
             raise StageFailed(f"target {path}: no size in /sys/class/block/{name}/size")
-        return Target(path, "block", name, int(text.strip()) * 512)
+        return Target(path, "block", name, size)
     if stat.S_ISREG(st.st_mode):
         return Target(path, "file", None, st.st_size)
     raise StageFailed(f"target {path} is neither a block device nor a regular file")

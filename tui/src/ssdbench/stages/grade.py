@@ -14,7 +14,7 @@ from ssdbench.devices.model import ParseError
 from ssdbench.devices.smart import SMARTCTL_OK_CODES
 from ssdbench.grade.counters import GradeInputs, SelfTest, parse_smartctl_grade
 from ssdbench.grade.rules import Thresholds, grade_drive
-from ssdbench.stages.base import RunContext
+from ssdbench.stages.base import RunContext, sysfs_size_bytes
 from ssdbench.system import CommandError
 
 
@@ -25,10 +25,8 @@ def kernel_bytes(ctx: RunContext) -> int | None:
     if ctx.target.kind != "block":
         return None
     name = ctx.target.kernel_name
-    text = ctx.host.fs.read_text(f"/sys/class/block/{name}/size") if name else None
-    if text and text.strip().isdigit():
-        return int(text.strip()) * 512
-    return ctx.target.span_bytes
+    size = sysfs_size_bytes(ctx.host, name) if name else None
+    return ctx.target.span_bytes if size is None else size
 
 
 def grade_now(ctx: RunContext) -> dict[str, Any]:
