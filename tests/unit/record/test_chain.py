@@ -183,3 +183,18 @@ def test_a_forged_chain_number_or_chain_file_cannot_exhaust_memory(tmp_path: Pat
     assert any("record(s) 2-999999999 missing from its end" in line
                for line in report.lines), report.lines
     assert path.exists()
+
+
+def test_unsigned_records_are_unsigned_not_a_broken_chain(tmp_path: Path) -> None:
+    """A bench with no lab key: every finding is an unsigned record (the fleet page says
+    "unsigned", not "chain broken"); one real finding beside them and it is broken."""
+    from ssdbench.record.chain import check_chain_blobs
+    from ssdbench.record.sign import unsigned
+
+    blob = json.dumps(unsigned(record(), "no lab key configured")).encode()
+    report = check_chain_blobs([("a/erase-record.json", blob), ("b/erase-record.json", blob)],
+                               None)
+    assert not report.ok and report.unsigned_only, report.lines
+    mixed = check_chain_blobs([("a/erase-record.json", blob),
+                               ("b/erase-record.json", b"{not json")], None)
+    assert not mixed.ok and not mixed.unsigned_only, mixed.lines

@@ -215,7 +215,7 @@ def _check_records(bench: Bench, name: str, keys: list[str], state_key: str | No
         [(k[k.find(prefix) + len(prefix):] if prefix in k else k, read(k)) for k in keys],
         read(state_key) if state_key else None)
     bench.records_ok = report.ok
-    bench.records_unsigned = not report.ok and all("UNSIGNED" in line for line in report.lines)
+    bench.records_unsigned = report.unsigned_only
     bench.records = "; ".join(report.lines) if not report.ok else (
         f"{len(keys)} record{'s' if len(keys) != 1 else ''}, chain intact")
 

@@ -100,6 +100,7 @@ def link_seal_write(root: Path, record_path: Path, record: Mapping[str, Any],
 class ChainReport:
     ok: bool
     lines: tuple[str, ...]  # one per finding, then one per chain
+    unsigned_only: bool = False  # every finding is an unsigned record: nothing to check
 
 
 def _link_of(record: Any) -> dict[str, Any] | None:
@@ -142,7 +143,7 @@ def check_chain_blobs(records: Iterable[tuple[str, bytes | str]], state: bytes |
     anchors = set(trusted) if trusted is not None else None
     problems: list[str] = []
     chains: dict[str, dict[int, list[tuple[str, str, dict[str, Any]]]]] = {}
-    count = 0
+    count = unsigned = 0
     for rel, data in records:
         count += 1
         if isinstance(data, str):
@@ -154,6 +155,7 @@ def check_chain_blobs(records: Iterable[tuple[str, bytes | str]], state: bytes |
         verdict = verify_record_bytes(data)
         if not verdict.ok:
             problems.append(f"{rel}: {verdict.message}")
+            unsigned += verdict.unsigned
             continue
         if anchors is not None and verdict.fingerprint not in anchors:
             problems.append(f"{rel}: signed by key {verdict.fingerprint}, not a trusted key")
@@ -197,7 +199,8 @@ def check_chain_blobs(records: Iterable[tuple[str, bytes | str]], state: bytes |
                     f"record(s) {_span(seqs[-1] + 1, last['seq'])} missing from its end")
             problems.append(f"{CHAIN_FILE} names record {last['seq']} of chain "
                             f"{last['id'][:8]} ({last['last_record']}): {gone}")
-    return ChainReport(not problems, tuple(problems + summary))
+    return ChainReport(not problems, tuple(problems + summary),
+                       bool(problems) and unsigned == len(problems))
 
 
 def _span(a: int, b: int) -> str:

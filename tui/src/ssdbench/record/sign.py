@@ -131,6 +131,7 @@ class Verdict:
     message: str
     fingerprint: str | None = None
     summary: str = ""  # what the record says: result, drive, times
+    unsigned: bool = False  # intact or not, nothing signed it (no lab key was configured)
 
 
 SIGNATURE_KEYS = {"algorithm", "public_key", "fingerprint", "value"}
@@ -168,7 +169,7 @@ def verify_record_bytes(data: bytes, *, expected_fingerprint: str | None = None)
         return Verdict(False, "the record has no signature member")
     if sig.get("unsigned"):
         return Verdict(False, f"the record is UNSIGNED ({sig.get('reason', 'no reason')}): "
-                              "nothing shows it was not changed")
+                              "nothing shows it was not changed", unsigned=True)
     extra = set(sig) - SIGNATURE_KEYS
     if extra or sig.get("algorithm") != ALGORITHM:
         return Verdict(False, "the signature member is not what ssdbench writes ("
