@@ -246,10 +246,13 @@ def model_zero_seconds(truth: Truth, start: float, n: int,
     return sure, unsure
 
 
-def snia_steady_state_s(series: Sequence[float], from_round: int = 0) -> int | None:
+def snia_steady_state_s(series: Sequence[float], from_round: int = 0,
+                        round_s: int = 60) -> int | None:
     """SNIA PTS steady state of a per-second series: the end (s) of the first window of 5
-    whole-minute rounds whose range is <= 20% and least-squares excursion <= 10% of its mean."""
-    rounds = [sum(series[60 * k: 60 * k + 60]) / 60.0 for k in range(len(series) // 60)]
+    whole rounds of ``round_s`` (the PTS's minute unless given) whose range is <= 20% and
+    least-squares excursion <= 10% of its mean."""
+    r = round_s
+    rounds = [sum(series[r * k: r * k + r]) / r for k in range(len(series) // r)]
     for k in range(from_round, len(rounds) - 4):
         window = rounds[k:k + 5]
         mean = sum(window) / 5.0
@@ -258,7 +261,7 @@ def snia_steady_state_s(series: Sequence[float], from_round: int = 0) -> int | N
         slope = sum((i - 2) * (v - mean) for i, v in enumerate(window)) / 10.0
         if max(window) - min(window) <= 0.20 * mean + 1e-9 and \
                 abs(slope) * 4 <= 0.10 * mean + 1e-9:
-            return (k + 5) * 60
+            return (k + 5) * r
     return None
 
 

@@ -144,6 +144,30 @@ def test_snia_short_or_dead_series():
     assert not snia_steady_state(np.zeros(600)).reached  # a stopped drive is not steady
 
 
+def test_snia_rounds_of_a_plan_given_length():
+    # the same falling-then-flat rounds, 15 s each: the window and the note name 15-s rounds
+    rounds = [100_000, 60_000, 30_000, 15_000, 10_000, 10_300, 9_900, 10_100, 10_000, 10_200]
+    series = np.repeat(np.asarray(rounds, dtype=float), 15)
+    ss = snia_steady_state(series, round_s=15)
+    assert ss.reached and ss.first_round == 4 and ss.at_s == 9 * 15 and ss.round_s == 15
+    assert ss.to_dict()["round_s"] == 15
+    assert list(minute_rounds(series, 15)) == rounds
+    # on minute rounds the same 150 s are two and a half rounds: too short, said with its length
+    short = snia_steady_state(series)
+    assert not short.reached and short.note is not None and "rounds of 60 s" in short.note
+    assert "rounds of 15 s" in (snia_steady_state(series[:60], round_s=15).note or "")
+    with pytest.raises(ValueError, match="at least one second"):
+        minute_rounds(series, 0)
+
+
+def test_analyse_iops_passes_the_round_length_on():
+    series = np.r_[np.full(20, 50_000.0), np.full(130, 8_000.0)]
+    a = analyse_iops(series, round_s=15)
+    assert a.steady_state.round_s == 15 and a.steady_state.reached
+    assert a.steady_state.at_s is not None and a.steady_state.at_s <= 120
+    assert not analyse_iops(series).steady_state.reached  # two minutes: no 5 rounds
+
+
 def test_cliff_found_at_the_sustained_drop_not_at_an_isolated_stall():
     iops = np.r_[np.full(400, 80_000.0), np.full(600, 9_000.0)]
     iops[200] = 0  # a stall during fresh-out-of-box is not the cliff

@@ -127,3 +127,31 @@ def test_a_run_too_short_for_the_checks_says_so(tmp_path: Path):
         assert h.escape(str(note)) in page
     stats = page[page.index("Stalls, steady state, cliff"):page.index("Drive&#x27;s own")]
     assert "not found" not in stats and "not reached (searched" not in stats
+
+
+@pytest.mark.parametrize("value", [15, 0, "15", True, None])
+def test_the_snia_round_length_comes_from_run_json_and_a_bad_one_is_named(
+        tmp_path: Path, value: object):
+    """params.steady_round_s: 15 gives 15-s rounds in the analysis and the page; a value
+    that is not a whole number of seconds from 1 to 3600 (a hand-edited or forged run.json)
+    is named as a problem and the PTS's minute is used, never a crash."""
+    import json
+
+    from ssdbench.report import analyse_run
+
+    root = tmp_path / "ssdbench"
+    drive = write_drive_folder(root, duration=150, runs=("consistency-default",))
+    path = drive / "consistency-default" / "run.json"
+    meta = json.loads(path.read_text())
+    meta["params"]["steady_round_s"] = value
+    path.write_text(json.dumps(meta))
+    a = analyse_run(drive / "consistency-default")
+    assert a.iops is not None
+    named = [p for p in a.problems if "steady_round_s" in p]
+    if value == 15:
+        assert a.iops.steady_state.round_s == 15 and named == []
+        render_drive(drive, svg=False)
+        assert "5 × 15 s rounds, shorter than the PTS" in (drive / "report.html").read_text()
+    else:
+        assert a.iops.steady_state.round_s == 60
+        assert len(named) == 1 and repr(value) in named[0], a.problems

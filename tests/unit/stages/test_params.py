@@ -38,6 +38,8 @@ def test_set_values_are_converted() -> None:
     ("probe_preset=hdtach", ["'probe_preset'", "as-ssd or fill"]),
     ("trim_idle_seconds=-5", ["'trim_idle_seconds'", "≥ 0"]),
     ("trim_idle_seconds=1.5", ["'trim_idle_seconds'", "whole number"]),
+    ("steady_round_s=0", ["'steady_round_s'", "≥ 1"]),
+    ("steady_round_s=7200", ["'steady_round_s'", "1 to 3600"]),
 ])
 def test_bad_values_name_the_key_and_the_form(item: str, words: list[str]) -> None:
     with pytest.raises(ParamError) as info:

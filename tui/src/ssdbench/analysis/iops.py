@@ -30,7 +30,7 @@ STEADY_FRACTION = 0.7
 PERCENTILES = (1, 5, 50, 95, 99)
 LOW_FRACTION = 0.10  # "seconds below 10% of the steady mean"
 
-ROUND_S = 60  # SNIA PTS: one round = one minute
+ROUND_S = 60  # SNIA PTS: one round = one minute (plan parameter steady_round_s)
 SNIA_WINDOW_ROUNDS = 5
 SNIA_RANGE_LIMIT = 0.20  # max - min <= 20% of the window mean
 SNIA_SLOPE_LIMIT = 0.10  # |slope| * (rounds - 1) <= 10% of the window mean
@@ -192,9 +192,10 @@ class SniaWindow:
 
 @dataclass(frozen=True)
 class SteadyState:
-    """SNIA PTS steady state on one-minute rounds: ssdbench's answer (searched from the
-    cliff, on the level the drive keeps to the end) and the literal rule's (``snia_literal``:
-    the first steady window from round 0, which cannot look ahead)."""
+    """SNIA PTS steady state on rounds of ``round_s`` (the PTS's one minute unless the plan
+    says otherwise): ssdbench's answer (searched from the cliff, on the level the drive keeps
+    to the end) and the literal rule's (``snia_literal``: the first steady window from round
+    0, which cannot look ahead)."""
 
     reached: bool
     at_s: int | None  # end of the first steady window, seconds from the start
@@ -202,11 +203,12 @@ class SteadyState:
     window_mean: float | None
     window_range: float | None  # max - min of the window's rounds
     window_slope_excursion: float | None  # |slope| * (rounds - 1)
-    rounds: tuple[float, ...]  # mean IOPS of every full minute
+    rounds: tuple[float, ...]  # mean IOPS of every full round
     search_from_s: int = 0  # windows start at or after this (the cliff, when one was found)
     final_iops: float | None = None  # the run's final level (final_level); None: not applied
     snia_literal: SniaWindow | None = None  # the literal rule's first window from round 0
     note: str | None = None  # why the check could not be made or what it saw, when not reached
+    round_s: int = ROUND_S  # the length of one round (s)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -215,19 +217,22 @@ class SteadyState:
         return d
 
 
-def minute_rounds(iops: Any) -> FloatArray:
-    """Mean IOPS of each full minute ``[60k, 60k+60)`` over its seconds with a value; a
-    minute with fewer than half of its seconds present is NaN (not usable)."""
+def minute_rounds(iops: Any, round_s: int = ROUND_S) -> FloatArray:
+    """Mean IOPS of each full round ``[r*k, r*k+r)`` (``r = round_s``, a minute unless
+    given) over its seconds with a value; a round with fewer than half of its seconds present
+    is NaN (not usable)."""
+    if round_s < 1:
+        raise ValueError(f"a round lasts at least one second, got {round_s}")
     arr = as_series(iops)
-    full = arr.size // ROUND_S
+    full = arr.size // round_s
     if full == 0:
         return np.empty(0, dtype=np.float64)
-    block = arr[: full * ROUND_S].reshape(full, ROUND_S)
+    block = arr[: full * round_s].reshape(full, round_s)
     present = (~np.isnan(block)).sum(axis=1)
     sums = np.where(np.isnan(block), 0.0, block).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / present
-    return np.asarray(np.where(2 * present >= ROUND_S, means, np.nan), np.float64)
+    return np.asarray(np.where(2 * present >= round_s, means, np.nan), np.float64)
 
 
 def final_level(iops: Any) -> float | None:
@@ -244,7 +249,12 @@ def _slope(y: FloatArray) -> float:
     return float((xc * (y - y.mean())).sum() / (xc * xc).sum())
 
 
-def _first_window(rounds: FloatArray, first: int, final: float | None) -> SniaWindow | None:
+def first_steady_window(rounds: FloatArray, first: int = 0, final: float | None = None,
+                        round_s: int = ROUND_S) -> SniaWindow | None:
+    """The first window of five rounds from round ``first`` whose range is at most 20% and
+    whose least-squares slope excursion is at most 10% of its mean (SNIA PTS), and, with
+    ``final``, whose mean is within 20% of it; None when no window is. ``rounds`` are the
+    rounds' values (IOPS, MB/s: any tracking variable), ``round_s`` their length."""
     k = SNIA_WINDOW_ROUNDS
     for i in range(first, rounds.size - k + 1):
         win = rounds[i : i + k]
@@ -259,12 +269,12 @@ def _first_window(rounds: FloatArray, first: int, final: float | None) -> SniaWi
             continue
         if final is not None and abs(mean - final) > SNIA_RANGE_LIMIT * mean:
             continue  # a level the drive leaves later is not its steady state
-        return SniaWindow((i + k) * ROUND_S, i, mean, rng, excursion)
+        return SniaWindow((i + k) * round_s, i, mean, rng, excursion)
     return None
 
 
-def snia_steady_state(iops: Any, after_s: float = 0,
-                      final_iops: float | None = None) -> SteadyState:
+def snia_steady_state(iops: Any, after_s: float = 0, final_iops: float | None = None,
+                      round_s: int = ROUND_S) -> SteadyState:
     """The first 5-round window with range <= 20% and slope excursion <= 10% of its mean,
     among the windows whose first round starts at or after ``after_s`` (the cliff: a
     fresh-out-of-box plateau before it is flat but not steady) and, when ``final_iops`` is
@@ -273,37 +283,39 @@ def snia_steady_state(iops: Any, after_s: float = 0,
     neither condition.
 
     A window whose mean is 0 (a drive that stopped) or that holds a NaN round is never
-    steady.
+    steady. ``round_s``: the rounds' length (plan parameter ``steady_round_s``).
     """
     arr = as_series(iops)
-    rounds = minute_rounds(arr)
-    first = max(0, math.ceil(after_s / ROUND_S))
-    found = _first_window(rounds, first, final_iops)
-    literal = _first_window(rounds, 0, None)
+    rounds = minute_rounds(arr, round_s)
+    first = max(0, math.ceil(after_s / round_s))
+    found = first_steady_window(rounds, first, final_iops, round_s)
+    literal = first_steady_window(rounds, 0, None, round_s)
     kept = tuple(float(r) for r in rounds)
     if found is not None:
         return SteadyState(True, found.at_s, found.first_round, found.window_mean,
                            found.window_range, found.window_slope_excursion, kept,
-                           search_from_s=first * ROUND_S, final_iops=final_iops,
-                           snia_literal=literal)
-    return SteadyState(False, None, None, None, None, None, kept, search_from_s=first * ROUND_S,
+                           search_from_s=first * round_s, final_iops=final_iops,
+                           snia_literal=literal, round_s=round_s)
+    return SteadyState(False, None, None, None, None, None, kept, search_from_s=first * round_s,
                        final_iops=final_iops, snia_literal=literal,
-                       note=_steady_note(arr.size, rounds.size, first, literal, final_iops))
+                       note=_steady_note(arr.size, rounds.size, first, literal, final_iops,
+                                         round_s=round_s),
+                       round_s=round_s)
 
 
 def _steady_note(seconds: int, rounds: int, first: int, literal: SniaWindow | None,
-                 final: float | None) -> str | None:
+                 final: float | None, *, round_s: int) -> str | None:
     k = SNIA_WINDOW_ROUNDS
     if rounds - first < k:
-        return (f"run too short: the SNIA rule needs {k} rounds of {ROUND_S} s after its "
-                f"search start ({first * ROUND_S} s); the torture lasted {seconds} s")
+        return (f"run too short: the SNIA rule needs {k} rounds of {round_s} s after its "
+                f"search start ({first * round_s} s); the torture lasted {seconds} s")
     if literal is None:
         return None
     where = (f"the literal SNIA rule's window (rounds {literal.first_round}–"
              f"{literal.first_round + k - 1}, to {literal.at_s} s) averages "
              f"{literal.window_mean:,.0f} IOPS")
     if literal.first_round < first:
-        return f"not steady after the cliff ({first * ROUND_S} s); {where}, before it"
+        return f"not steady after the cliff ({first * round_s} s); {where}, before it"
     return (f"final-level check: {where}, more than 20% from the level the run ends at "
             f"({final or 0:,.0f} IOPS): a level the drive left is not its steady state")
 
@@ -409,7 +421,8 @@ class IopsAnalysis:
         }
 
 
-def gap_notes(missing: int, invalid: int, n: int, what: str = "IOPS") -> list[str]:
+def gap_notes(missing: int, invalid: int, n: int, what: str = "IOPS",
+              round_s: int = ROUND_S) -> list[str]:
     """The sentences naming missing and invalid seconds (docs/analysis.md "Gaps")."""
     notes = []
     if invalid:
@@ -418,11 +431,13 @@ def gap_notes(missing: int, invalid: int, n: int, what: str = "IOPS") -> list[st
     gaps = missing - invalid
     if gaps:
         notes.append(f"{gaps} of {n} second(s) have no value: left out of every mean; a "
-                     f"minute counts as a SNIA round when at least half of it has values")
+                     f"{'minute' if round_s == 60 else f'{round_s}-s round'} counts as a SNIA "
+                     "round when at least half of it has values")
     return notes
 
 
-def analyse_iops(iops: Any, steady_start_s: float | None = None) -> IopsAnalysis:
+def analyse_iops(iops: Any, steady_start_s: float | None = None,
+                 round_s: int = ROUND_S) -> IopsAnalysis:
     """Whole-run and steady-window statistics, stalls, the events (the cliff, throttles,
     stalls, steps, declines), and SNIA steady state searched from the cliff on (from the
     start when there is no cliff), on the events' final level.
@@ -430,7 +445,7 @@ def analyse_iops(iops: Any, steady_start_s: float | None = None) -> IopsAnalysis
     ``steady_start_s`` None: :func:`default_steady_start` of the series' length. A cliff
     inside the steady window moves the window's start to the cliff: the headline is of one
     level, the one the drive keeps (the planned start is kept in
-    ``planned_steady_start_s`` and a note says so).
+    ``planned_steady_start_s`` and a note says so). ``round_s``: the SNIA rounds' length.
     """
     arr, invalid = clean_series(iops)
     start = default_steady_start(arr.size) if steady_start_s is None else float(steady_start_s)
@@ -439,7 +454,7 @@ def analyse_iops(iops: Any, steady_start_s: float | None = None) -> IopsAnalysis
     events = find_events(arr)
     cliff = spare_area_cliff(arr, events)
     missing = int(np.isnan(arr).sum())
-    notes = gap_notes(missing, invalid, int(arr.size))
+    notes = gap_notes(missing, invalid, int(arr.size), round_s=round_s)
     planned = start
     if cliff.at_s is not None and start < cliff.at_s < arr.size:
         start = float(cliff.at_s)
@@ -455,7 +470,8 @@ def analyse_iops(iops: Any, steady_start_s: float | None = None) -> IopsAnalysis
         whole=series_stats(arr),
         steady=steady,
         stalls=stalls(arr, start, steady.mean),
-        steady_state=snia_steady_state(arr, after_s=cliff.at_s or 0, final_iops=final),
+        steady_state=snia_steady_state(arr, after_s=cliff.at_s or 0, final_iops=final,
+                                       round_s=round_s),
         cliff=cliff,
         events=events,
         invalid_seconds=invalid,

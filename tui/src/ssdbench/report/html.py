@@ -174,8 +174,9 @@ def _stats_rows(run: RunAnalysis) -> str:
                                            if s.longest_zero_run_start_s is not None else ""))),
         (low_label + ", whole run", s.low_seconds),
         (low_label + ", steady window", s.steady_low_seconds),
-        ("SNIA PTS steady state (5 × 60 s rounds, after the cliff, on the level the drive "
-         "keeps to the end)", Markup(
+        (f"SNIA PTS steady state (5 × {ss.round_s} s rounds"
+         + ("" if ss.round_s == 60 else ", shorter than the PTS's minute: steady_round_s")
+         + ", after the cliff, on the level the drive keeps to the end)", Markup(
             f"reached at {ss.at_s} s (rounds {ss.first_round}–{(ss.first_round or 0) + 4}, "
             f"mean {ss.window_mean:,.0f} IOPS)" if ss.reached and ss.window_mean is not None
             else esc(_note(ss) or f"not reached (searched from {ss.search_from_s} s)"))),

@@ -20,6 +20,7 @@ from ssdbench.analysis import (
     steady_window_start,
     trim_verdict,
 )
+from ssdbench.analysis.iops import ROUND_S
 from ssdbench.analysis.trim import TRIM_PHASES
 from ssdbench.fio.logs import DDIR, hist_counts, load_hist_log
 from ssdbench.report.load import RunData
@@ -86,6 +87,20 @@ def steady_start_for(meta: dict[str, Any], duration_s: int) -> float:
     return steady_window_start(params, str(meta.get("kind") or ""), duration_s)
 
 
+def steady_round_for(meta: dict[str, Any]) -> tuple[int, str | None]:
+    """The SNIA rounds' length of a run (run.json ``params.steady_round_s``; a run from
+    before the parameter was a minute) and, for a value that is not a whole number of
+    seconds from 1 to 3600, a problem naming it (the minute is used)."""
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+    assert isinstance(params, dict)
+    value = params.get("steady_round_s", ROUND_S)
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 3600:
+        return value, None
+    return ROUND_S, (f"run.json params.steady_round_s is {value!r}, not a whole number of "
+                     f"seconds from 1 to 3600: SNIA steady state is checked on {ROUND_S}-s "
+                     "rounds")
+
+
 def torture_histogram(run_dir: Path, seconds: int) -> LatencyHistogram | None:
     """The torture's latency histogram log (``fio/torture_clat_hist.1.log``, writes) for
     the pooled window percentiles; None when the run has none or it cannot be read."""
@@ -115,7 +130,10 @@ def analyse(data: RunData) -> RunAnalysis:
     if data.iops is not None:
         s = data.iops
         start = steady_start_for(meta, int(s["iops"].size))
-        iops = analyse_iops(s["iops"], start)
+        round_s, round_problem = steady_round_for(meta)
+        if round_problem:
+            problems.append(round_problem)
+        iops = analyse_iops(s["iops"], start, round_s)
         cols = ("iops", "lat_mean_us", "lat_p99_us", "lat_p9999_us", "lat_max_us")
         hist = torture_histogram(data.run_dir, int(s["iops"].size))
         latency = latency_summary(*(s[c] for c in cols), hist=hist)

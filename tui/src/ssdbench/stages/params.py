@@ -47,6 +47,9 @@ class RunParams:
     """Extra over-provisioning of the run (0 = default capacity)."""
     steady_start_s: int | None = None
     """Steady window start; None: 1400 s, or 70% of torture_seconds when it is not 2000."""
+    steady_round_s: int = 60
+    """SNIA steady state: the length of one round (s). 60 is the PTS's one minute; shorter
+    rounds (tests, a quick look) reach a verdict sooner and the report names their length."""
     block_size_fill: str = "128k"
     """Fill block size (and the probes' with probe_preset = "fill")."""
     block_size_torture: str = "4k"
@@ -148,6 +151,7 @@ class RunParams:
 
 _FIELDS = {f.name: f for f in fields(RunParams)}
 _POSITIVE_INT = {"torture_seconds", "trim_torture_seconds", "fill_passes", "iodepth",
+                 "steady_round_s",
                  "status_timeout_s", "random_read_seconds", "chart_iops_top",
                  "grade_reallocated_scrap", "grade_reported_uncorrectable_scrap",
                  "grade_media_errors_scrap", "grade_wear_note_percent",
@@ -178,6 +182,8 @@ def _convert(key: str, value: object, source: str) -> object:
             raise bad("a whole number ≥ 1")
         if key == "op_percent" and not 0 <= value <= 90:
             raise bad("a percentage from 0 to 90")
+        if key == "steady_round_s" and value > 3600:
+            raise bad("a whole number of seconds from 1 to 3600")
         if key == "hist_coarseness" and not 0 <= value <= 6:
             raise bad("a whole number from 0 to 6")
         if key in ("steady_start_s", "trim_idle_seconds") and value < 0:
