@@ -3,7 +3,10 @@ a tmux pane (80x25) with the serial port on its stdio, so tmux is the serial ter
 test reads the screen with capture-pane and types with send-keys, through the trim plan
 (picked and shrunk in the plan form) on an emulated NVMe drive to the results screen. One run:
 the quick plan's two (the consistency run and its report too) cost four more minutes under
-TCG here, and the same TUI runs the quick plan to its results in tests/ui/test_tmux.py."""
+TCG here, and the same TUI runs the quick plan to its results in tests/ui/test_tmux.py.
+The guest starts the stick's kernel with the serial entry's own command line
+(``prepare_stick(direct=True)``): firmware and GRUB reading the initramfs off the emulated
+stick cost about 18 s more, and test_boot.py boots through them."""
 
 from __future__ import annotations
 
@@ -37,10 +40,10 @@ def _wait_log(workdir: Path, needle: str, timeout_s: float) -> None:
 
 def test_tui_on_the_serial_console_runs_a_plan(dev_image: Path, tmp_path: Path) -> None:
     drive, _ = make_drive(tmp_path / "nvme.img", SERIAL, size=128 << 20)
-    stick = prepare_stick(tmp_path, entry="serial", append="ssdbench.term=linux")
+    stick = prepare_stick(tmp_path, entry="serial", append="ssdbench.term=linux", direct=True)
     work = tmp_path / "qemu"
     work.mkdir()
-    guest = Guest(work, stick, (drive,))
+    guest = Guest(work, stick, (drive,), direct=True)
     argv = guest.argv()
     i = argv.index("-chardev")
     argv[i + 1] = f"stdio,id=ser0,signal=off,logfile={work / 'serial.log'}"

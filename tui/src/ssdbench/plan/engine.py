@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -187,8 +188,37 @@ def render_drive_report(drive_dir: Path, *, svg: bool = True) -> str | None:
     return None
 
 
-def finish(results_root: Path, *, svg: bool = True) -> list[str]:
-    """After every drive: index.html and summary.csv of the results root; problems."""
+# a hang guard for a report in a process of its own (a slow machine draws a 24-h run's
+# charts in minutes; emulated, a short run's take one)
+REPORT_APART_TIMEOUT_S = 3600.0
+
+
+def render_apart(what: str, path: Path, runner: Runner, *, svg: bool = True) -> str | None:
+    """One drive's report (``what`` = "drive") or the results index ("index") drawn by a
+    process of its own (``ssdbench.report.apart``, started through ``runner``: log.txt keeps
+    the command and its duration); a problem as text, never raised. For a front end whose
+    own threads draw a screen (the TUI): matplotlib does not share its interpreter."""
+    argv = [sys.executable, "-m", "ssdbench.report.apart", what, str(path)]
+    if not svg:
+        argv.append("--no-svg")
+    retry = f"run `ssdbench report {path if what == 'index' else path.parent}` to retry"
+    try:
+        runner.run(argv, timeout=REPORT_APART_TIMEOUT_S)
+    except CommandError as exc:
+        tail = exc.stderr_tail.strip().splitlines()
+        why = tail[-1] if tail else exc.reason
+        return f"{'index' if what == 'index' else 'report'} failed ({why}); {retry}"
+    return None
+
+
+def finish(results_root: Path, *, svg: bool = True, runner: Runner | None = None) -> list[str]:
+    """After every drive: index.html and summary.csv of the results root; problems. With
+    ``runner``, drawn by a process of its own (:func:`render_apart`)."""
+    if runner is not None:
+        if not results_root.is_dir():
+            return []
+        problem = render_apart("index", results_root, runner, svg=svg)
+        return [problem] if problem else []
     try:
         from ssdbench.report import render_index
     except ImportError:
@@ -285,6 +315,7 @@ def run_plan(
     cpu: int | None = None,
     report_progress: bool = False,
     svg: bool = True,
+    report_apart: bool = False,
 ) -> DriveOutcome:
     """Every run of ``plan`` on ``drive``, one after the other (each from its own erase).
 
@@ -293,6 +324,7 @@ def run_plan(
     is set aside (run.json "interrupted") and redone from its erase. With
     ``report_progress`` the report gets events too (run and stage ``report``: kiosk mode
     copies results to the stick on each event). ``svg``: the charts also as SVG.
+    ``report_apart``: the report drawn by a process of its own (:func:`render_apart`).
     """
     check_consent(drive, plan, consent)
     cancel = cancel or threading.Event()
@@ -318,11 +350,12 @@ def run_plan(
     host.runner.add_sink(log_sink)
     try:
         outcomes = _run_all(ctx, drive_dir, entry, tools, resolve)
+        if report_progress:
+            progress(Progress(drive.name, "report", "report", "running", message="started"))
+        problem = (render_apart("drive", drive_dir, host.runner, svg=svg) if report_apart
+                   else render_drive_report(drive_dir, svg=svg))
     finally:
         host.runner.remove_sink(log_sink)
-    if report_progress:
-        progress(Progress(drive.name, "report", "report", "running", message="started"))
-    problem = render_drive_report(drive_dir, svg=svg)
     if problem:
         ctx.notes.append(problem)
     if report_progress:

@@ -159,9 +159,12 @@ class LiveEngine:
                        if self.journal and plan.destructive else None)
             # The operator typed the end of consent_id on the consent screen: the engine
             # checks the whole id again (and refuses protected drives) before writing.
+            # the report drawn by a process of its own: Textual draws this screen in this
+            # process (plan/engine.render_apart)
             return facade.run_plan(host, drive, plan, results_root=results_root,
                                    consent=drive.consent_id, progress=progress,
-                                   cancel=cancel, journal=journal, resume=resume, cpu=cpu)
+                                   cancel=cancel, journal=journal, resume=resume, cpu=cpu,
+                                   report_apart=True)
         except (facade.Refused, JournalError, OSError) as exc:
             return DriveOutcome(drive.name, drive.consent_id, None,
                                 (RunOutcome("-", "failed", str(exc), None),))
@@ -169,7 +172,7 @@ class LiveEngine:
     def finish(self, results_root: Path) -> list[str]:
         from ssdbench.plan import engine as facade
 
-        return facade.finish(results_root)
+        return facade.finish(results_root, runner=self.host_factory().runner)
 
 
 # ---- a scripted engine: real Progress sequences without a drive (tests, demos) ----
