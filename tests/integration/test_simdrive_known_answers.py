@@ -41,6 +41,7 @@ from tests.simknown import (
     iops_series,
     model_cliff_s,
     model_zero_seconds,
+    read_csv,
     recorded_epoch,
     seconds_off,
     simulated_drive,
@@ -366,3 +367,60 @@ def test_trim_verdict(tmp_path: Path, preset: str, size: str, verdict: str) -> N
         assert invalidated == mapped > 0
     else:
         assert invalidated < 0.1 * mapped
+
+
+@pytest.mark.parametrize("preset, size, fob", [
+    # 409597 sectors (200 MiB, odd; the consumer preset's smallest is 86 MiB): the spare runs
+    # out after about 1.06 capacities (18 s), then about 330 IOPS: 2 capacities in 165 s
+    ("consumer", "409597s", 3000),
+    # 131075 sectors (64 MiB + 3 sectors): after about 1.31 capacities (36 s); 90 s in all
+    ("enterprise", "131075s", 600),
+])
+def test_wsat_cliff_where_the_spare_runs_out_and_the_level_after_it(
+        tmp_path: Path, preset: str, size: str, fob: int) -> None:
+    """SNIA PTS write saturation from the purge to 2 capacities (the PTS: 4; the spare runs
+    out well before, and the test's minutes are few): ssdbench's gigabytes
+    written where the model started garbage-collecting within 5% of the formula's free
+    physical space (simdrive/presets.py: the spare runs out), fio's total the goal, and the
+    final level within 5% of the model's own completions over the same seconds."""
+    from simdrive import presets
+
+    results = tmp_path / "results"
+    with simulated_drive(tmp_path / "drive", preset, size, fob) as drive:
+        _run(drive, results, "--plan", "wsat", "--set", "steady_round_s=10",
+             "--set", "wsat_capacity_multiple=2")
+        truth = drive.truth()
+    run_dir = _run_dir(results, "wsat")
+    record = json.loads((run_dir / "run.json").read_text())
+    w = record["analysis"]["wsat"]
+    assert record["analysis"]["problems"] == [], record["analysis"]["problems"]
+    assert w["ended_by"] == "capacity" and w["goal_multiple"] == 2.0, w
+    span = record["target"]["span_bytes"]
+    assert w["written_gb"] == pytest.approx(2 * span // 4096 * 4096 / 1e9, rel=1e-6)
+    series = iops_series(run_dir)
+    job = fio_job(run_dir, "wsat")
+    start = fit_start(truth, job)
+    assert abs(start - recorded_epoch(run_dir, "wsat")) <= 0.015
+    # the spare runs out: the model's first GC second, in gigabytes written by ssdbench's
+    # curve, against the formula's free physical pages
+    p = presets.get(preset)
+    user = -(-span // 4096)
+    blocks = -(-int(user * (1 + p.spare)) // p.pages_per_block)
+    free_gb = (blocks - presets.reserve_blocks(p)) * p.pages_per_block * 4096 / 1e9
+    first_gc = model_cliff_s(truth, start, len(series))
+    assert first_gc is not None
+    curve = [row["written_gb"] for row in read_csv(run_dir / "wsat.csv")]
+    at_gc = float(curve[first_gc - 1]) if first_gc else 0.0
+    assert abs(at_gc - free_gb) <= 0.05 * free_gb + fob * 4096 / 1e9, (at_gc, free_gb)
+    # ssdbench's cliff (a fall below half) where the model's level falls below half
+    want = truth.resample(start, len(series))
+    fob_level = sum(want[:3]) / 3
+    if w["final_iops"] < 0.5 * fob_level:
+        assert w["cliff_at_s"] is not None and abs(w["cliff_at_s"] - first_gc) <= 5, (
+            w["cliff_at_s"], first_gc)
+    # the final level: the last five rounds against the model's completions in them
+    n = 5 * w["round_s"]
+    whole = len(series) // w["round_s"] * w["round_s"]
+    model_final = sum(want[whole - n:whole]) / n
+    assert abs(w["final_iops"] - model_final) <= 0.05 * model_final, (w["final_iops"],
+                                                                      model_final)

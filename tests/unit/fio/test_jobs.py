@@ -42,6 +42,22 @@ def test_torture_job_is_the_spec() -> None:
     assert job.runtime_s == 2000
 
 
+def test_wsat_job_ends_at_its_byte_goal_or_its_runtime() -> None:
+    """SNIA PTS WSAT: random writes over the whole span until 4 capacities (whole blocks)
+    are written or the runtime cap, never time-based (fio would ignore io_size)."""
+    job = jobs.wsat_job(T, capacity_multiple=4, max_seconds=86400)
+    o = options(job.text)
+    goal = 4 * T.span_bytes // 4096 * 4096
+    want = {"rw": "randwrite", "bs": "4k", "iodepth": "32", "size": "100%",
+            "io_size": str(goal), "runtime": "86400s", "norandommap": "1",
+            "write_iops_log": "fio/wsat", "log_avg_msec": "1000"}
+    assert {k: o.get(k) for k in want} == want
+    assert "time_based" not in o
+    assert (job.stage, job.runtime_s, job.bytes_goal, job.io_size) == ("wsat", 86400, goal, 4096)
+    with pytest.raises(ValueError, match="less than one block"):
+        jobs.wsat_job(T, capacity_multiple=1e-12, max_seconds=60)
+
+
 def test_probe_is_clamped_to_the_span_and_whole_blocks() -> None:
     job = jobs.probe_job(T, phase="clean", probe_bytes=8 * 2**30)
     assert job.stage == "probe-clean" and job.total_bytes == T.span_bytes

@@ -26,6 +26,7 @@ def test_presets_load_and_say_what_they_run() -> None:
         "erase": ["erase"],
         "grade": ["grade"],
         "intake": ["authenticity", "erase"],
+        "wsat": ["wsat"],
     }
     assert not preset("diagnose").destructive and preset("trim").destructive
     assert not preset("grade").destructive  # read-only: no consent

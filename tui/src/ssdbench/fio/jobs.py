@@ -62,6 +62,7 @@ class JobFile:
     total_bytes: int | None  # size-based jobs: bytes the job moves in all
     read_only: bool = False  # started with fio --readonly: fio itself refuses any write
     io_size: int | None = None  # time-based IOPS jobs: the constant bytes per I/O
+    bytes_goal: int | None = None  # a job that ends at this many bytes or runtime_s (WSAT)
 
     @property
     def relpath(self) -> str:
@@ -167,6 +168,23 @@ def fill_job(target: JobTarget, *, block_size: str = "128k", passes: int = 1) ->
     return JobFile("fill", text + tail, "write", None, target.span_bytes * passes)
 
 
+def _second_logs(stage: str, hist_coarseness: int) -> list[tuple[str, object]]:
+    """The per-second IOPS, bandwidth and latency logs and the latency histograms of an IOPS
+    stage (fio/<stage>_*.1.log)."""
+    if not 0 <= hist_coarseness <= 6:
+        raise ValueError("hist_coarseness must be 0..6")
+    return [
+        ("write_iops_log", f"fio/{stage}"),
+        ("write_bw_log", f"fio/{stage}"),
+        ("write_lat_log", f"fio/{stage}"),
+        ("log_avg_msec", 1000),
+        ("write_hist_log", f"fio/{stage}"),
+        ("log_hist_msec", 1000),
+        ("log_hist_coarseness", hist_coarseness),
+        ("per_job_logs", 1),
+    ]
+
+
 def torture_job(
     target: JobTarget, *, seconds: int, block_size: str = "4k", hist_coarseness: int = 3,
     stage: str = "torture",
@@ -185,17 +203,40 @@ def torture_job(
         ("refill_buffers", 1),
         ("time_based", 1),
         ("runtime", f"{seconds}s"),
-        ("write_iops_log", f"fio/{stage}"),
-        ("write_bw_log", f"fio/{stage}"),
-        ("write_lat_log", f"fio/{stage}"),
-        ("log_avg_msec", 1000),
-        ("write_hist_log", f"fio/{stage}"),
-        ("log_hist_msec", 1000),
-        ("log_hist_coarseness", hist_coarseness),
-        ("per_job_logs", 1),
+        *_second_logs(stage, hist_coarseness),
     ]
     text = _render(stage, target, options, f"random-write torture, {seconds} s", True)
     return JobFile(stage, text, "write", seconds, None, io_size=io_size)
+
+
+def wsat_job(
+    target: JobTarget, *, capacity_multiple: float, max_seconds: int, block_size: str = "4k",
+    hist_coarseness: int = 3, stage: str = "wsat",
+) -> JobFile:
+    """SNIA PTS write saturation: random writes at the target's queue depth from the purge
+    on, until ``capacity_multiple`` times the span is written (fio's io_size: random offsets
+    over the whole span, wrapping) or ``max_seconds`` pass, whichever comes first; the same
+    per-second logs and histograms as the torture."""
+    io_size = parse_block_size(block_size)
+    goal = int(capacity_multiple * target.span_bytes) // io_size * io_size
+    if goal < io_size:
+        raise ValueError(f"WSAT writes {capacity_multiple:g} × the span: less than one block")
+    options: list[tuple[str, object]] = [
+        ("rw", "randwrite"),
+        ("bs", block_size),
+        ("numjobs", 1),
+        ("size", "100%"),
+        ("io_size", goal),
+        ("norandommap", 1),
+        ("randrepeat", 0),
+        ("refill_buffers", 1),
+        ("runtime", f"{max_seconds}s"),
+        *_second_logs(stage, hist_coarseness),
+    ]
+    text = _render(stage, target, options,
+                   f"write saturation: {capacity_multiple:g} × the span or {max_seconds} s",
+                   True)
+    return JobFile(stage, text, "write", max_seconds, None, io_size=io_size, bytes_goal=goal)
 
 
 def probe_job(target: JobTarget, *, phase: str, probe_bytes: int,

@@ -713,7 +713,7 @@ def write_run_csvs(run_dir: Path) -> dict[str, Reconciliation]:
         if check is not None:
             checks[files.stage] = check
 
-    if files := has("torture"):
+    if files := has("torture") or has("wsat"):  # a WSAT run's writes are its torture
         write(files, "iops.csv", "write", iops_csv, True)
     if files := has("fill"):
         write(files, "fill.csv", "write", fill_csv, False)

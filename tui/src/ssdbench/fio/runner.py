@@ -120,6 +120,10 @@ class _Follower:
         if self.job.runtime_s:
             fraction = min(elapsed / self.job.runtime_s, 1.0)
             eta = max(self.job.runtime_s - elapsed, 0.0)
+            by_bytes = min(nbytes / self.job.bytes_goal, 1.0) if self.job.bytes_goal else 0.0
+            if by_bytes > fraction:  # whichever limit comes first ends the job (WSAT)
+                fraction = by_bytes
+                eta = elapsed * (1.0 - by_bytes) / by_bytes
         elif self.job.total_bytes:
             fraction = min(nbytes / self.job.total_bytes, 1.0)
             if fraction > 0:

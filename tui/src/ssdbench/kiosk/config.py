@@ -49,8 +49,9 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ssdbench.lab.config import StoreConfig, StoreConfigError, parse_store
+from ssdbench.plan.plans import PRESETS
 
-PLANS = ("review", "quick", "trim", "diagnose", "erase", "grade", "intake")
+PLANS = PRESETS  # the shipped presets (plan/plans.py); a kiosk names one
 READ_ONLY_PLANS = ("diagnose", "grade")  # no `destroy` needed: nothing is written
 ON_FINISH = ("poweroff", "reboot", "stay")
 ALL_ELIGIBLE = "all-eligible"

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ssdbench.analysis.pts import written_gb
 from ssdbench.analysis.trim import TRIM_PHASES
 from ssdbench.report.load import (
     RunData,
@@ -123,7 +124,14 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
                                             workload.iops_top),
             workload=workload, svg=svg,
             events=_marks(it.events))
-        temp = data.sensors.get("torture")
+        if run.wsat is not None:  # right after the whole-run chart: the same seconds
+            w = run.wsat
+            out.insert(1, ch.wsat_chart(
+                written_gb(s["iops"], w.io_bytes, w.last_fraction), s["iops"],
+                io_bytes=w.io_bytes,
+                span_gb=w.span_bytes / 1e9, title=title, cliff_gb=w.cliff_written_gb,
+                final_iops=w.final_iops, scale=scales.iops, workload=workload, svg=svg))
+        temp = data.sensors.get("torture") or data.sensors.get("wsat")
         if temp is not None and np.isfinite(temp["temperature_c"]).any():
             # under the full-log chart, on its time axis (the steady charts are its zoom)
             out.insert(1, ch.temperature_chart(
@@ -163,6 +171,20 @@ def _warn(message: str) -> None:
     print(f"ssdbench report: {message}", file=sys.stderr)
 
 
+def wsat_csvs(iops: Any, w: Any) -> dict[str, str]:
+    """wsat.csv (each second: its IOPS, the gigabytes written by its end and in capacities)
+    and wsat-rounds.csv (each round: its end, gigabytes written, mean IOPS)."""
+    tgbw = written_gb(iops, w.io_bytes, w.last_fraction)
+    span_gb = w.span_bytes / 1e9
+    lines = ["time_s,iops,written_gb,capacities_written"]
+    for i, (v, g) in enumerate(zip(np.asarray(iops, dtype=float), tgbw, strict=True)):
+        lines.append(f"{i},{'' if np.isnan(v) else f'{v:.1f}'},{g:.6f},{g / span_gb:.6f}")
+    rounds = [f"round,end_s,written_gb,capacities_written,iops (rounds of {w.round_s} s)"]
+    rounds += [f"{r.index},{r.end_s},{r.written_gb:.6f},{r.written_gb / span_gb:.6f},"
+               f"{'' if r.iops is None else f'{r.iops:.1f}'}" for r in w.rounds]
+    return {"wsat.csv": "\n".join(lines) + "\n", "wsat-rounds.csv": "\n".join(rounds) + "\n"}
+
+
 def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
     """Analyse every run of a drive folder, write its charts (PNG + SVG) into the run
     folders, ``run.json["analysis"]`` (atomically) and ``report.html``."""
@@ -199,6 +221,13 @@ def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
         except Exception as exc:
             problems.append(f"{run.run}: charts failed: {exc!r}")
             _warn(f"{data.run_dir}: charts failed: {exc!r}")
+        if run.wsat is not None and data.iops is not None:
+            try:
+                for name, text in wsat_csvs(data.iops["iops"], run.wsat).items():
+                    atomic.write_text(data.run_dir / name, text)
+                    written.append(data.run_dir / name)
+            except OSError as exc:
+                problems.append(f"{run.run}: WSAT tables not written: {exc}")
         if data.meta and (data.run_dir / "run.json").is_file():
             meta = dict(data.meta)
             meta["analysis"] = run.to_dict()

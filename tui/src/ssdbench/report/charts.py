@@ -565,6 +565,46 @@ LATENCY_STYLES = (("lat_max_us", "max", "#bbbbbb", 1.0),
                   ("lat_p99_us", "p99", "#d62728", 1.0), ("lat_mean_us", "mean", POINT, 1.4))
 
 
+def wsat_figure(written_gb: FloatArray, iops: FloatArray, *, io_bytes: int, span_gb: float,
+                title: str, cliff_gb: float | None = None, final_iops: float | None = None,
+                scale: LogScale | None = None, workload: Workload | None = None) -> Figure:
+    """SNIA PTS write saturation: every second's IOPS against the total gigabytes written
+    from the purge on (each point at the middle of its second's writes), log scale; dotted
+    lines at each whole capacity written, the cliff and the final level."""
+    scale = scale or log_scale(iops)
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    done = np.where(np.isfinite(iops), iops, 0.0) * io_bytes / 1e9
+    x = written_gb - done / 2  # _iops_points adds half a unit back
+    _iops_points(ax, x - MID, iops, scale)
+    end = float(written_gb[-1]) if written_gb.size else 0.0
+    ax.set_xlim(0, max(end, span_gb / 10, 1e-9))
+    whole = int(end / span_gb) if span_gb > 0 else 0
+    step = next(k for k in (1, 2, 5, 10, 20, 50, 100, 10**9) if whole / k <= 10)
+    for k in range(step, whole + 1, step):  # at most ten lines, at whole capacities
+        ax.axvline(k * span_gb, color="#999999", linestyle=":", linewidth=1.2, zorder=1)
+        ax.text(k * span_gb, 1.0, f" {k}×", transform=ax.get_xaxis_transform(), ha="left",
+                va="top", fontsize=10, color="#555555")
+    if cliff_gb is not None:
+        ax.axvline(cliff_gb, color="#ff7f0e", linestyle="--", linewidth=1.5,
+                   label=f"cliff at {cliff_gb:,.2f} GB ({cliff_gb / span_gb:.2f} × capacity)")
+    if final_iops is not None:
+        ax.axhline(final_iops, color="#444444", linestyle="--", linewidth=1.2,
+                   label=f"final level: {si(round(final_iops))} IOPS")
+    what = (workload or Workload()).torture
+    _suptitle(fig, f"{title}\nSNIA PTS write saturation: {what} from the purge, log scale")
+    ax.set_xlabel(f"Total gigabytes written from the purge (GB; dotted: whole capacities of "
+                  f"{span_gb:,.2f} GB)", fontsize=12)
+    ax.set_ylabel("IOPS (log scale)", fontsize=12)
+    _legend_above(ax)
+    return fig
+
+
+def wsat_chart(written_gb: FloatArray, iops: FloatArray, *, svg: bool = True,
+               **kwargs: Any) -> Chart:
+    return _render(wsat_figure(written_gb, iops, **kwargs), "wsat-tgbw", svg)
+
+
 def latency_scale(*runs: Mapping[str, FloatArray]) -> LogScale:
     """One log scale for the latency charts of several runs (every column of every run)."""
     return log_scale(*(cols[k] for cols in runs for k, *_ in LATENCY_STYLES if k in cols),

@@ -261,6 +261,38 @@ def _fill_html(run: RunAnalysis) -> str:
     ])
 
 
+def _wsat_html(run: RunAnalysis) -> str:
+    """A WSAT run's table in the PTS's terms: what was written and what ended it, the
+    fresh-out-of-box level, the cliff in gigabytes written, steady state, the final level."""
+    w = run.wsat
+    if w is None:
+        return ""
+    span_gb = w.span_bytes / 1e9
+    ended = {"capacity": f"the goal: {w.goal_multiple:g} × the capacity written",
+             "time": "wsat_seconds (the time limit), before the goal"}.get(
+                 w.ended_by, "not known (no goal recorded)")
+    rows: list[tuple[str, Any]] = [
+        ("capacity (the span written to)", f"{span_gb:,.3f} GB"),
+        ("total written", f"{w.written_gb:,.3f} GB = {w.capacity_written:.2f} × the "
+                          f"capacity, in {w.seconds} s"),
+        ("ended by", ended),
+        (f"fresh out of box (the first {w.round_s}-s round)",
+         f"{num(w.fob_iops, 0)} IOPS" if w.fob_iops is not None else "no whole round"),
+        ("cliff", f"{w.cliff_at_s} s, after {w.cliff_written_gb:,.3f} GB = "
+                  f"{w.cliff_capacity:.2f} × the capacity" if w.cliff_at_s is not None
+         and w.cliff_written_gb is not None and w.cliff_capacity is not None else "none found"),
+        (f"SNIA steady state ({w.round_s}-s rounds)",
+         f"{num(w.steady_iops, 0)} IOPS, reached at {w.steady_at_s} s after "
+         f"{w.steady_written_gb or 0:,.3f} GB" if w.steady_iops is not None else "not reached"),
+        ("final level (the last five rounds' mean)",
+         f"{num(w.final_iops, 0)} IOPS" if w.final_iops is not None else "no whole round"),
+    ]
+    if w.note:
+        rows.append(("note", w.note))
+    return ("<h3>Write saturation (SNIA PTS WSAT)</h3>" + kv_table(rows)
+            + "<p class=\"small\">Per second: wsat.csv; per round: wsat-rounds.csv.</p>")
+
+
 def _trim_html(run: RunAnalysis, meta: dict[str, Any]) -> str:
     t = run.trim
     if t is None:
@@ -513,7 +545,7 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
     out += problems_html(run.problems) + warnings_html(run_warnings(meta))
     out += kv_table([("started", meta.get("started")), ("finished", meta.get("finished")),
                      ("target", target_text(meta.get("target")))])
-    out += _stats_rows(run) + _fill_html(run) + _trim_html(run, meta)
+    out += _wsat_html(run) + _stats_rows(run) + _fill_html(run) + _trim_html(run, meta)
     out += authenticity_html(meta) + grade_html(meta) + health_html(meta, rel)
     out += environment_html(meta)
     out += reconciliation_html(meta)

@@ -21,7 +21,9 @@ from ssdbench.analysis import (
     trim_verdict,
 )
 from ssdbench.analysis.iops import ROUND_S
+from ssdbench.analysis.pts import Wsat, wsat
 from ssdbench.analysis.trim import TRIM_PHASES
+from ssdbench.fio.jobs import parse_block_size
 from ssdbench.fio.logs import DDIR, hist_counts, load_hist_log
 from ssdbench.report.load import RunData
 
@@ -43,6 +45,7 @@ class RunAnalysis:
     fill: FillStats | None
     trim: TrimVerdict | None
     unreadable: tuple[str, ...] = ()  # files of the run there but not readable (damaged)
+    wsat: Wsat | None = None  # a WSAT run's IOPS against the gigabytes written
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +63,7 @@ class RunAnalysis:
             "fill": self.fill.to_dict() if self.fill else None,
             "trim": self.trim.to_dict() if self.trim else None,
             "unreadable": list(self.unreadable),
+            "wsat": self.wsat.to_dict() if self.wsat else None,
         }
 
 
@@ -142,8 +146,13 @@ def analyse(data: RunData) -> RunAnalysis:
                                          hist_from_s=first)
         if iops.whole.seconds == 0:
             problems.append("iops.csv has no seconds")
-    elif kind == "consistency":
+    elif kind in ("consistency", "wsat"):
         problems.append("iops.csv is missing")
+    wsat_view = None
+    if kind == "wsat" and iops is not None and data.iops is not None:
+        wsat_view, problem = _wsat(data.iops["iops"], iops, meta, target)
+        if problem:
+            problems.append(problem)
     if data.fill is not None:
         fill = fill_stats(data.fill["mib_s"], data.fill["gib_written"])
     elif kind == "consistency":
@@ -162,7 +171,41 @@ def analyse(data: RunData) -> RunAnalysis:
         problems.append("readscan.csv is missing")
     complete = state == "done" and not problems
     return RunAnalysis(data.name, kind, state, complete, tuple(problems), op, start, iops,
-                       latency, steady_latency, fill, trim, data.unreadable)
+                       latency, steady_latency, fill, trim, data.unreadable, wsat_view)
+
+
+def _wsat(series: Any, it: IopsAnalysis, meta: dict[str, Any],
+          target: dict[str, Any]) -> tuple[Wsat | None, str | None]:
+    """The WSAT view from run.json's target span, the writes' block size and the goal; a
+    value that is missing or not sane is named (and there is no WSAT view), never guessed."""
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+    assert isinstance(params, dict)
+    span = target.get("span_bytes")
+    if isinstance(span, bool) or not isinstance(span, int) or span <= 0:
+        return None, f"run.json target.span_bytes is {span!r}: no WSAT view without the span"
+    try:
+        io_bytes = parse_block_size(str(params.get("block_size_torture", "4k")))
+    except ValueError:
+        return None, (f"run.json params.block_size_torture is "
+                      f"{params.get('block_size_torture')!r}: no WSAT view without the write "
+                      "size")
+    goal = _float(params.get("wsat_capacity_multiple"))
+    problem = None
+    if goal is not None and not 0 < goal <= 100:
+        problem = (f"run.json params.wsat_capacity_multiple is {goal!r}: what ended the run "
+                   "is not said")
+        goal = None
+    goals = meta.get("goal") if isinstance(meta.get("goal"), dict) else {}
+    assert isinstance(goals, dict)
+    rec = goals.get("wsat") if isinstance(goals.get("wsat"), dict) else {}
+    assert isinstance(rec, dict)
+    moved = rec.get("moved_bytes")
+    fio_bytes = moved if isinstance(moved, int) and not isinstance(moved, bool) \
+        and moved >= 0 else None
+    reached = rec.get("reached") if isinstance(rec.get("reached"), bool) else None
+    return wsat(series, it, span_bytes=span, io_bytes=io_bytes, goal_multiple=goal,
+                fio_bytes=fio_bytes, reached=reached,
+                runtime_s=_float(rec.get("runtime_s"))), problem
 
 
 def _probe_block(meta: dict[str, Any]) -> int | None:

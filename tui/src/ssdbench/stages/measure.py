@@ -70,6 +70,8 @@ class FioStage:
             record_reconciliation(ctx, job.stage, check.to_dict(), check.warning())
         if job.total_bytes is not None and outcome.report is not None:
             record_coverage(ctx, job, outcome.report)
+        if job.bytes_goal is not None and outcome.report is not None:
+            record_goal(ctx, job, outcome.report)
         if outcome.state == "cancelled":
             raise StageCancelled(outcome.reason or "cancelled")
         if outcome.state != "done":
@@ -126,6 +128,16 @@ def record_coverage(ctx: RunContext, job: JobFile, report: FioReport) -> None:
     ctx.record.set_entry("coverage", job.stage, entry)
 
 
+def record_goal(ctx: RunContext, job: JobFile, report: FioReport) -> None:
+    """run.json ``goal.<stage>``: a job that ends at a byte goal or its runtime (WSAT): the
+    goal, what fio says it moved, whether that reached the goal, fio's runtime."""
+    moved, _ = report.total(job.direction)
+    goal = job.bytes_goal or 0
+    ctx.record.set_entry("goal", job.stage, {
+        "goal_bytes": goal, "moved_bytes": moved, "reached": moved >= goal,
+        "runtime_s": report.runtime_ms / 1000, "max_seconds": job.runtime_s})
+
+
 def record_reconciliation(ctx: RunContext, stage: str, entry: dict[str, Any],
                           warning: str | None) -> None:
     """run.json ``reconciliation.<stage>`` (the per-second series against fio's totals) and,
@@ -152,6 +164,15 @@ def torture_stage(seconds_key: str = "torture_seconds") -> FioStage:
             hist_coarseness=ctx.params.hist_coarseness)
 
     return FioStage("torture", make)
+
+
+def wsat_stage() -> FioStage:
+    """SNIA PTS write saturation (fio/jobs.wsat_job): plan parameters
+    wsat_capacity_multiple, wsat_seconds, block_size_torture, iodepth."""
+    return FioStage("wsat", lambda ctx: jobs.wsat_job(
+        job_target(ctx), capacity_multiple=ctx.params.wsat_capacity_multiple,
+        max_seconds=ctx.params.wsat_seconds, block_size=ctx.params.block_size_torture,
+        hist_coarseness=ctx.params.hist_coarseness))
 
 
 def readscan_stage() -> FioStage:

@@ -47,6 +47,11 @@ class RunParams:
     """Extra over-provisioning of the run (0 = default capacity)."""
     steady_start_s: int | None = None
     """Steady window start; None: 1400 s, or 70% of torture_seconds when it is not 2000."""
+    wsat_capacity_multiple: float = 4.0
+    """WSAT (SNIA PTS write saturation): 4 KiB random writes from the purge until this many
+    times the span is written (the PTS: 4), unless wsat_seconds ends it first."""
+    wsat_seconds: int = 86400
+    """WSAT: the longest it runs, seconds (the PTS: 24 h); the run says which limit ended it."""
     steady_round_s: int = 60
     """SNIA steady state: the length of one round (s). 60 is the PTS's one minute; shorter
     rounds (tests, a quick look) reach a verdict sooner and the report names their length."""
@@ -151,7 +156,7 @@ class RunParams:
 
 _FIELDS = {f.name: f for f in fields(RunParams)}
 _POSITIVE_INT = {"torture_seconds", "trim_torture_seconds", "fill_passes", "iodepth",
-                 "steady_round_s",
+                 "steady_round_s", "wsat_seconds",
                  "status_timeout_s", "random_read_seconds", "chart_iops_top",
                  "grade_reallocated_scrap", "grade_reported_uncorrectable_scrap",
                  "grade_media_errors_scrap", "grade_wear_note_percent",
@@ -198,15 +203,12 @@ def _convert(key: str, value: object, source: str) -> object:
         if text in ("false", "no", "0", "off", ""):
             return False
         raise bad("true or false")
-    if key == "probe_gib":
-        if isinstance(value, bool):
-            raise bad("a size in GiB, e.g. 8 or 0.5")
-        try:
-            number = float(value) if isinstance(value, str | int | float) else None
-        except ValueError:
-            number = None
-        if number is None or not number > 0 or not math.isfinite(number):
-            raise bad("a size in GiB > 0, e.g. 8 or 0.5")
+    if key in ("wsat_capacity_multiple", "probe_gib"):
+        number = _number(value)
+        top = 100.0 if key == "wsat_capacity_multiple" else math.inf
+        if number is None or not 0 < number <= top or not math.isfinite(number):
+            raise bad("a multiple of the span > 0 and at most 100, e.g. 4 or 0.5"
+                      if key == "wsat_capacity_multiple" else "a size in GiB > 0, e.g. 8 or 0.5")
         return number
     if not isinstance(value, str):
         raise bad("a string")
@@ -237,6 +239,16 @@ def _convert(key: str, value: object, source: str) -> object:
         except ValueError as exc:
             raise ParamError(f"{source}: key 'psid': {exc}") from None
     return value
+
+
+def _number(value: object) -> float | None:
+    """A number from TOML or --set text; None for anything else (a bool included)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
 
 
 def _check(params: RunParams, source: str) -> None:

@@ -9,12 +9,18 @@ from ssdbench.stages.base import Stage
 from ssdbench.stages.discard import EraseStage, SettleStage, TrimStage
 from ssdbench.stages.grade import GradeStage
 from ssdbench.stages.health import HealthStage
-from ssdbench.stages.measure import fill_stage, randread_stage, readscan_stage, torture_stage
+from ssdbench.stages.measure import (
+    fill_stage,
+    randread_stage,
+    readscan_stage,
+    torture_stage,
+    wsat_stage,
+)
 from ssdbench.stages.partition import PartitionStage
 from ssdbench.stages.probe import probe_stage
 from ssdbench.stages.selftest import SelfTestStage
 
-KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity")
+KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity", "wsat")
 
 
 def consistency_stages(*, erase: bool = True, op_percent: int = 0) -> list[Stage]:
@@ -52,6 +58,9 @@ def stages_for(kind: str, *, erase: bool = True, op_percent: int = 0) -> list[St
         return trim_stages(erase=erase)
     if kind == "diagnose":
         return diagnose_stages()
+    if kind == "wsat":  # SNIA PTS write saturation: from the purge, no preconditioning
+        stages: list[Stage] = [EraseStage()] if erase else []
+        return [*stages, PartitionStage(0), wsat_stage()]
     if kind == "authenticity":  # destructive: tagged blocks across the claimed span
         return [AuthenticityStage()]
     if kind == "grade":  # read-only: the drive's own counters graded (grade/rules.py)

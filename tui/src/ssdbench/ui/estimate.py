@@ -11,6 +11,8 @@
     probe      = min(probe size, span) / write speed, three probes in a TRIM run
     trim       = 10 s (blkdiscard of the span)
     read scan  = size / read speed;  random read = random_read_seconds
+    wsat       = min(wsat_capacity_multiple × span / (random-write IOPS × block size),
+                     wsat_seconds)
 
 Expected sequential speeds by transport (MiB/s, write / read) are conservative
 steady-state figures (after the SLC cache), not the box numbers.
@@ -21,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ssdbench.devices import Drive
+from ssdbench.fio.jobs import parse_block_size
 from ssdbench.plan.plans import Plan
 from ssdbench.stages.params import RunParams
 
@@ -37,6 +40,13 @@ EXPECTED_SPEED: dict[str, tuple[float, float]] = {
     "mmc": (30.0, 80.0),
 }
 DEFAULT_SPEED = (300.0, 400.0)
+# transport → 4 KiB random writes per second at QD32 after the spare runs out: what a WSAT
+# spends most of its writes at (the fresh-out-of-box rate is several times higher)
+EXPECTED_RANDOM_WRITE_IOPS: dict[str, float] = {
+    "nvme": 25_000.0, "sata": 8_000.0, "ata": 8_000.0, "sas": 8_000.0, "scsi": 5_000.0,
+    "usb": 1_000.0, "mmc": 200.0,
+}
+DEFAULT_RANDOM_WRITE_IOPS = 5_000.0
 NVME_ERASE_S = 60.0
 DISCARD_S = 10.0
 TRIM_S = 10.0
@@ -101,6 +111,9 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
         if kind == "erase":  # purge and verify only: the read-back is a few blocks
             continue
         span = drive.size_bytes * (100 - op) / 100
+        if kind == "wsat":
+            parts.append((f"{label}/wsat", wsat_seconds(drive, span, params)))
+            continue
         fill = span * params.fill_passes / MIB / write
         probe = min(params.probe_bytes, span / 3) / MIB / write  # three windows
         if kind == "trim":
@@ -114,6 +127,16 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
             parts += [(f"{label}/fill", fill),
                       (f"{label}/torture", float(params.torture_seconds))]
     return Estimate(sum(s for _, s in parts), tuple(parts))
+
+
+def wsat_seconds(drive: Drive, span: float, params: RunParams,
+                 iops: float | None = None) -> float:
+    """WSAT: the goal's writes at ``iops`` (default: the transport's expected steady random
+    write rate), or wsat_seconds when that is sooner."""
+    rate = iops or EXPECTED_RANDOM_WRITE_IOPS.get(drive.transport, DEFAULT_RANDOM_WRITE_IOPS)
+    block = parse_block_size(params.block_size_torture)
+    return min(params.wsat_capacity_multiple * span / (rate * block),
+               float(params.wsat_seconds))
 
 
 def stage_estimates(drive: Drive, plan: Plan) -> dict[tuple[str, str], float]:
