@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # when this make started: the end of `make test` says how long it took in all (installs too)
 TEST_T0 := $(shell date +%s)
 
-.PHONY: all deps venv lint test test-unit test-ui test-integration test-e2e test-image-python demo bench \
+.PHONY: all deps venv lint test test-unit test-ui test-integration test-e2e test-image-python demo demo-pts bench \
         dev-image image qemu netboot buildroot-% clean
 
 all: test
@@ -52,6 +52,11 @@ test-image-python: deps
 # The main job: the appliance in QEMU testing virtual drives; results in demo-results/.
 demo: deps venv
 	scripts/demo
+
+# The SNIA PTS plans on simulated SSDs on this machine (docs/pts.md); results in
+# demo-results/pts/.
+demo-pts: deps venv
+	scripts/demo-pts
 
 # Speed and memory figures as name=value lines (not timed tests).
 bench: deps venv

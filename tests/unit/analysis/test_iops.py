@@ -248,3 +248,5 @@ def test_steady_window_start_of_a_trim_run_is_70_percent_of_its_torture():
     # nothing recorded: the rows of iops.csv
     assert steady_window_start({}, "consistency", 1000) == 700
     assert steady_window_start({}, "trim", 2000) == 1400
+    # a WSAT run ends at its byte goal: 70% of what it ran, whatever torture_seconds says
+    assert steady_window_start(params, "wsat", 58) == pytest.approx(40.6)

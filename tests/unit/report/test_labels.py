@@ -10,6 +10,10 @@ def test_drive_label_prefers_model_then_kernel_name() -> None:
     assert drive_label({"model": "", "name": "loop0", "transport": "loop"}, "dir") == (
         "loop0 (loop device)"
     )
+    # a loop device is named by the image behind it (two loops: two different labels)
+    assert drive_label({"name": "loop1", "transport": "loop", "loop_backing_file":
+                        "/srv/sims/consumer/fuse/nbd"}, "dir") == (
+        "loop1 (loop device: consumer/fuse/nbd)")
     assert drive_label({}, "20261121T151046Z_x_y") == "20261121T151046Z_x_y"
 
 

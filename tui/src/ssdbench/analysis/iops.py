@@ -66,8 +66,11 @@ def steady_window_start(params: Mapping[str, Any], kind: str, rows: int) -> floa
     the ``rows`` of iops.csv. ``params.steady_start_s`` is recorded from ``torture_seconds``
     (the consistency torture), so it is used for a consistency run when it lies in
     ``[0, planned)``; a TRIM run's torture, and any other case, gets
-    :func:`default_steady_start` of the planned duration (3600 s -> 2520 s).
+    :func:`default_steady_start` of the planned duration (3600 s -> 2520 s). A WSAT run
+    (it ends at its byte goal) gets 70% of ``rows``.
     """
+    if kind == "wsat":  # it ends at its byte goal, not at torture_seconds: 70% of its rows
+        return default_steady_start(rows)
     planned = _num(params.get("torture_seconds"))
     if kind == "trim":
         planned = _num(params.get("trim_torture_seconds")) or planned

@@ -582,6 +582,11 @@ def drive_label(identity: dict[str, Any], fallback: str) -> str:
     name = str(identity.get("name") or "").strip()
     if name:
         transport = str(identity.get("transport") or "").strip()
+        backing = str(identity.get("loop_backing_file") or "").strip()
+        if transport == "loop" and backing:  # the image it reads: what tells two loops apart
+            short = "/".join(p for p in backing.split("/") if p)
+            short = "/".join(short.split("/")[-3:])
+            return f"{name} (loop device: {short})"
         return f"{name} ({transport} device)" if transport else name
     return fallback
 
