@@ -54,3 +54,41 @@ def test_wsat_writes_its_goal_and_the_report_shows_it(tmp_path: Path, size: int,
     assert (run_dir / "wsat-tgbw.png").is_file() and (run_dir / "wsat-rounds.csv").is_file()
     page = (run_dir.parent / "report.html").read_text()
     assert "Write saturation (SNIA PTS WSAT)" in page and "the goal: 30 × the capacity" in page
+
+
+def test_hir_idle_periods_and_returns_to_the_baseline(tmp_path: Path) -> None:
+    """SNIA PTS HIR in a short variant (two idle periods of 2 and 3 s, three bursts of 1 s):
+    the WSAT first, then each idle period's fio job (bursts told apart by whole seconds
+    without writes in the block layer's per-second series) and its return to the baseline,
+    each with its CSV, and the report's table and chart."""
+    size = 24 * MIB + 7 * 512
+    with loop_device(size_bytes=size, prefix="ssdbench-pts-") as (dev, _image):
+        code = main(["run", dev, "--destroy", Path(dev).name, "--plan", "hir",
+                     "--erase-fallback", "discard", "--quiet", "--no-svg", "--no-pin",
+                     "--results", str(tmp_path / "results"),
+                     # 100 capacities: a loop device writes 4 in under a second, and the
+                     # level before the idle periods needs whole rounds
+                     "--set", "wsat_capacity_multiple=100", "--set", "steady_round_s=1",
+                     "--set", "hir_waits=2,3", "--set", "hir_repetitions=3",
+                     "--set", "hir_burst_seconds=1"])
+        assert code == ExitCode.OK
+    (run_dir,) = (tmp_path / "results").glob("*/hir")
+    record = json.loads((run_dir / "run.json").read_text())
+    assert [s["name"] for s in record["stages"]] == ["erase", "partition", "wsat", "hir"]
+    assert record["goal"]["wsat"]["reached"]
+    h = record["analysis"]["hir"]
+    assert [s["wait_s"] for s in h["states"]] == [2, 3] and h["notes"] == []
+    for st in h["states"]:
+        w = st["wait_s"]
+        with (run_dir / f"hir-idle-{w}.csv").open(newline="") as f:
+            iops = [float(r["iops"] or 0) for r in csv.DictReader(f)]
+        # the idle periods are there: runs of at least w - 1 whole seconds without writes
+        gaps = "".join("0" if v == 0 else "1" for v in iops).split("1")
+        assert sum(len(g) >= w - 1 for g in gaps if g) >= 2, iops
+        assert st["bursts"] >= 2 and st["burst_iops"] > 0 and st["base_iops"] > 0, st
+        assert st["recovery"] == pytest.approx(st["burst_iops"] / h["baseline_iops"])
+        assert (run_dir / f"hir-base-{w}.csv").is_file()
+        assert (run_dir / "jobs" / f"hir-idle-{w}.fio").is_file()
+    assert (run_dir / "hir.png").is_file() and (run_dir / "hir.csv").is_file()
+    page = (run_dir.parent / "report.html").read_text()
+    assert "Host idle recovery (SNIA PTS HIR)" in page

@@ -87,6 +87,20 @@ def test_the_erase_plan_is_estimated_as_its_erase_only() -> None:
     assert dict(est.parts) == {"erase/erase": 10.0} and est.seconds == 10.0
 
 
+def test_the_pts_plans_are_estimated_from_their_writes_and_idle_periods() -> None:
+    """WSAT: the goal's writes at the transport's expected random-write rate (NVMe 25,000
+    IOPS), under its time cap; HIR: the WSAT, then every idle period's bursts and returns
+    (15.5 h with the PTS's figures). A 1 TB NVMe drive (IDEMA capacity)."""
+    nvme = dataclasses.replace(loop_drive(), transport="nvme", size_bytes=1_000_204_886_016)
+    params = RunParams()
+    parts = dict(estimate(nvme, [("wsat", 0)], params, "discard").parts)
+    assert parts["wsat/wsat"] == pytest.approx(4 * 1_000_204_886_016 / (25_000 * 4096))
+    parts = dict(estimate(nvme, [("hir", 0)], params, "discard").parts)
+    assert parts["hir/hir"] == 55_930
+    capped = params.with_values({"wsat_seconds": 3600})
+    assert dict(estimate(nvme, [("wsat", 0)], capped, "discard").parts)["wsat/wsat"] == 3600
+
+
 def test_plan_parsing_and_refusals() -> None:
     assert parse_op_levels("0, 25") == (0, 25)
     for bad, words in (("", "expected percentages"), ("0,0", "repeated"),

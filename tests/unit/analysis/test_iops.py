@@ -250,3 +250,4 @@ def test_steady_window_start_of_a_trim_run_is_70_percent_of_its_torture():
     assert steady_window_start({}, "trim", 2000) == 1400
     # a WSAT run ends at its byte goal: 70% of what it ran, whatever torture_seconds says
     assert steady_window_start(params, "wsat", 58) == pytest.approx(40.6)
+    assert steady_window_start(params, "hir", 58) == pytest.approx(40.6)

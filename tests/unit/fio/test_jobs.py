@@ -58,6 +58,20 @@ def test_wsat_job_ends_at_its_byte_goal_or_its_runtime() -> None:
         jobs.wsat_job(T, capacity_multiple=1e-12, max_seconds=60)
 
 
+def test_hir_idle_job_bursts_with_idle_after_each() -> None:
+    """SNIA PTS HIR: fio thinktime_iotime (the burst) and thinktime (the idle), one burst
+    more than the repetitions (fio's first runs on through the first idle)."""
+    job = jobs.hir_idle_job(T, burst_s=5, wait_s=10, bursts=360)
+    o = options(job.text)
+    want = {"rw": "randwrite", "bs": "4k", "iodepth": "32", "time_based": "1",
+            "runtime": f"{361 * 15}s", "thinktime": "10s", "thinktime_iotime": "5s",
+            "write_iops_log": "fio/hir-idle-10"}
+    assert {k: o.get(k) for k in want} == want
+    assert (job.stage, job.runtime_s, job.io_size) == ("hir-idle-10", 361 * 15, 4096)
+    with pytest.raises(ValueError, match="at least a second"):
+        jobs.hir_idle_job(T, burst_s=5, wait_s=0, bursts=3)
+
+
 def test_probe_is_clamped_to_the_span_and_whole_blocks() -> None:
     job = jobs.probe_job(T, phase="clean", probe_bytes=8 * 2**30)
     assert job.stage == "probe-clean" and job.total_bytes == T.span_bytes

@@ -27,6 +27,7 @@ def test_presets_load_and_say_what_they_run() -> None:
         "grade": ["grade"],
         "intake": ["authenticity", "erase"],
         "wsat": ["wsat"],
+        "hir": ["hir"],
     }
     assert not preset("diagnose").destructive and preset("trim").destructive
     assert not preset("grade").destructive  # read-only: no consent

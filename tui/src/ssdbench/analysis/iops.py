@@ -67,10 +67,10 @@ def steady_window_start(params: Mapping[str, Any], kind: str, rows: int) -> floa
     (the consistency torture), so it is used for a consistency run when it lies in
     ``[0, planned)``; a TRIM run's torture, and any other case, gets
     :func:`default_steady_start` of the planned duration (3600 s -> 2520 s). A WSAT run
-    (it ends at its byte goal) gets 70% of ``rows``.
+    and a HIR run's WSAT (they end at a byte goal) get 70% of ``rows``.
     """
-    if kind == "wsat":  # it ends at its byte goal, not at torture_seconds: 70% of its rows
-        return default_steady_start(rows)
+    if kind in ("wsat", "hir"):  # the WSAT ends at its byte goal, not at torture_seconds:
+        return default_steady_start(rows)  # 70% of its rows
     planned = _num(params.get("torture_seconds"))
     if kind == "trim":
         planned = _num(params.get("trim_torture_seconds")) or planned

@@ -138,3 +138,63 @@ def wsat(iops: Any, it: IopsAnalysis, *, span_bytes: int, io_bytes: int,
         steady_at_s=ss.at_s, steady_written_gb=_at(curve, ss.at_s),
         final_iops=sum(last) / len(last) if last else None, round_s=round_s,
         rounds=rounds, note=note, last_fraction=part)
+
+
+# ---- host idle recovery (HIR) ----------------------------------------------------------------
+
+
+def bursts(iops: Any) -> list[tuple[int, int]]:
+    """The bursts of a series: runs ``[start, end)`` of seconds with writes (a second with
+    no value counts as one without)."""
+    arr = as_series(iops)
+    busy = np.where(np.isnan(arr), 0.0, arr) > 0
+    padded = np.concatenate(([False], busy, [False])).astype(np.int8)
+    edges = np.diff(padded)
+    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist(),
+                    strict=True))
+
+
+@dataclass(frozen=True)
+class HirState:
+    """One idle period of a HIR run: its bursts after the first, their IOPS and how that
+    compares with the level before the idle periods; the return to the baseline after it."""
+
+    wait_s: int
+    bursts: int  # bursts measured: the first (it runs on from the writes before) and a cut
+    # last one are left out
+    burst_iops: float | None  # writes in those bursts / (bursts x burst_s)
+    recovery: float | None  # burst_iops / the baseline
+    base_iops: float | None  # the return to the baseline: its mean over whole seconds
+    vs_return: float | None = None  # burst_iops / base_iops: what the idle won over writing on
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Hir:
+    burst_s: int
+    baseline_iops: float | None  # the WSAT's final level: the steady level before the idles
+    states: tuple[HirState, ...]
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"burst_s": self.burst_s, "baseline_iops": self.baseline_iops,
+                "states": [s.to_dict() for s in self.states], "notes": list(self.notes)}
+
+
+def hir_state(wait_s: int, idle: Any, base: Any, *, burst_s: int,
+              baseline: float | None) -> HirState:
+    """The bursts of one idle period's series (``idle``: writes per second) and the mean of
+    its return to the baseline (``base``). A burst counts when it lasted at least
+    ``burst_s`` seconds (it spans that many, or one more when it starts inside a second);
+    the first burst never does."""
+    arr = np.where(np.isnan(as_series(idle)), 0.0, as_series(idle))
+    found = [(a, b) for a, b in bursts(arr)[1:] if b - a >= burst_s]
+    writes = sum(float(arr[a:b].sum()) for a, b in found)
+    rate = writes / (len(found) * burst_s) if found else None
+    base_arr = as_series(base)
+    base_mean = float(np.nanmean(base_arr)) if np.isfinite(base_arr).any() else None
+    recovery = rate / baseline if rate is not None and baseline else None
+    vs_return = rate / base_mean if rate is not None and base_mean else None
+    return HirState(wait_s, len(found), rate, recovery, base_mean, vs_return)

@@ -168,6 +168,13 @@ def fill_job(target: JobTarget, *, block_size: str = "128k", passes: int = 1) ->
     return JobFile("fill", text + tail, "write", None, target.span_bytes * passes)
 
 
+def _random_writes(block_size: str) -> list[tuple[str, object]]:
+    """Incompressible random writes over the whole span, offsets drawn afresh (no random
+    map: the same block may come twice, as a host's writes do)."""
+    return [("rw", "randwrite"), ("bs", block_size), ("numjobs", 1), ("size", "100%"),
+            ("norandommap", 1), ("randrepeat", 0), ("refill_buffers", 1)]
+
+
 def _second_logs(stage: str, hist_coarseness: int) -> list[tuple[str, object]]:
     """The per-second IOPS, bandwidth and latency logs and the latency histograms of an IOPS
     stage (fio/<stage>_*.1.log)."""
@@ -194,13 +201,7 @@ def torture_job(
     if not 0 <= hist_coarseness <= 6:
         raise ValueError("hist_coarseness must be 0..6")
     options: list[tuple[str, object]] = [
-        ("rw", "randwrite"),
-        ("bs", block_size),
-        ("numjobs", 1),
-        ("size", "100%"),
-        ("norandommap", 1),
-        ("randrepeat", 0),
-        ("refill_buffers", 1),
+        *_random_writes(block_size),
         ("time_based", 1),
         ("runtime", f"{seconds}s"),
         *_second_logs(stage, hist_coarseness),
@@ -222,14 +223,8 @@ def wsat_job(
     if goal < io_size:
         raise ValueError(f"WSAT writes {capacity_multiple:g} × the span: less than one block")
     options: list[tuple[str, object]] = [
-        ("rw", "randwrite"),
-        ("bs", block_size),
-        ("numjobs", 1),
-        ("size", "100%"),
+        *_random_writes(block_size),
         ("io_size", goal),
-        ("norandommap", 1),
-        ("randrepeat", 0),
-        ("refill_buffers", 1),
         ("runtime", f"{max_seconds}s"),
         *_second_logs(stage, hist_coarseness),
     ]
@@ -237,6 +232,32 @@ def wsat_job(
                    f"write saturation: {capacity_multiple:g} × the span or {max_seconds} s",
                    True)
     return JobFile(stage, text, "write", max_seconds, None, io_size=io_size, bytes_goal=goal)
+
+
+def hir_idle_job(
+    target: JobTarget, *, burst_s: int, wait_s: int, bursts: int, block_size: str = "4k",
+    hist_coarseness: int = 3,
+) -> JobFile:
+    """SNIA PTS host idle recovery, one idle period: random writes in bursts of ``burst_s``
+    with ``wait_s`` of idle after each (fio thinktime_iotime / thinktime: fio waits for the
+    writes in flight, then idles), ``bursts`` + 1 of them (fio's first burst also runs
+    through the first idle period: the analysis leaves the first burst out)."""
+    io_size = parse_block_size(block_size)
+    if burst_s < 1 or wait_s < 1 or bursts < 1:
+        raise ValueError("HIR needs bursts and idle periods of at least a second")
+    stage = f"hir-idle-{wait_s}"
+    seconds = (bursts + 1) * (burst_s + wait_s)
+    options: list[tuple[str, object]] = [
+        *_random_writes(block_size),
+        ("time_based", 1),
+        ("runtime", f"{seconds}s"),
+        ("thinktime", f"{wait_s}s"),
+        ("thinktime_iotime", f"{burst_s}s"),
+        *_second_logs(stage, hist_coarseness),
+    ]
+    text = _render(stage, target, options, f"host idle recovery: {bursts} + 1 bursts of "
+                   f"{burst_s} s, {wait_s} s idle after each", True)
+    return JobFile(stage, text, "write", seconds, None, io_size=io_size)
 
 
 def probe_job(target: JobTarget, *, phase: str, probe_bytes: int,

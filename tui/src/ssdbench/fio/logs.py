@@ -690,9 +690,10 @@ def probes_csv(fio_dir: Path) -> str | None:
 
 
 def write_run_csvs(run_dir: Path) -> dict[str, Reconciliation]:
-    """(Re)create iops.csv, fill.csv, probe-<phase>.csv, probes.csv, readscan.csv and
-    randread.csv of a run from ``run_dir/fio/*`` (only those whose fio files exist); return
-    each stage's reconciliation with fio's totals (stages with a final JSON)."""
+    """(Re)create iops.csv, fill.csv, probe-<phase>.csv, probes.csv, readscan.csv,
+    randread.csv and hir-<idle|base>-<s>.csv of a run from ``run_dir/fio/*`` (only those
+    whose fio files exist); return each stage's reconciliation with fio's totals (stages
+    with a final JSON)."""
     fio_dir = Path(run_dir) / "fio"
     checks: dict[str, Reconciliation] = {}
     if not fio_dir.is_dir():
@@ -715,6 +716,10 @@ def write_run_csvs(run_dir: Path) -> dict[str, Reconciliation]:
 
     if files := has("torture") or has("wsat"):  # a WSAT run's writes are its torture
         write(files, "iops.csv", "write", iops_csv, True)
+    hir = {p.name.split("_")[0].removesuffix(".json") for p in fio_dir.glob("hir-*")}
+    for stage in sorted(hir):  # a HIR run's idle periods and returns to the baseline
+        if files := has(stage):
+            write(files, f"{stage}.csv", "write", iops_csv, True)
     if files := has("fill"):
         write(files, "fill.csv", "write", fill_csv, False)
     for phase in PROBE_PHASES:

@@ -31,6 +31,7 @@ from ssdbench.report.load import (
     drive_identity,
     is_drive_dir,
     load_run,
+    read_columns,
     run_dirs,
 )
 from ssdbench.report.model import DriveReport, RunAnalysis, analyse, run_warnings
@@ -131,6 +132,15 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
                 io_bytes=w.io_bytes,
                 span_gb=w.span_bytes / 1e9, title=title, cliff_gb=w.cliff_written_gb,
                 final_iops=w.final_iops, scale=scales.iops, workload=workload, svg=svg))
+        if run.hir is not None and run.hir.states:
+            parts = _hir_parts(data.run_dir, [st.wait_s for st in run.hir.states])
+            if parts:
+                out.append(ch.hir_chart(
+                    parts, title=title, burst_iops={st.wait_s: st.burst_iops
+                                                    for st in run.hir.states},
+                    baseline=run.hir.baseline_iops,
+                    base_iops={st.wait_s: st.base_iops for st in run.hir.states},
+                    workload=workload, svg=svg))
         temp = data.sensors.get("torture") or data.sensors.get("wsat")
         if temp is not None and np.isfinite(temp["temperature_c"]).any():
             # under the full-log chart, on its time axis (the steady charts are its zoom)
@@ -169,6 +179,32 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
 
 def _warn(message: str) -> None:
     print(f"ssdbench report: {message}", file=sys.stderr)
+
+
+def _hir_parts(run_dir: Path, waits: Sequence[int]) -> list[tuple[int, Any, Any]]:
+    """(idle s, the idle period's IOPS, its return to the baseline's) of each idle period
+    whose two CSVs can be read."""
+    out = []
+    for w in waits:
+        try:
+            idle = read_columns(run_dir / f"hir-idle-{w}.csv", ("time_s", "iops"))["iops"]
+            base = read_columns(run_dir / f"hir-base-{w}.csv", ("time_s", "iops"))["iops"]
+        except ValueError:
+            continue
+        out.append((w, idle, base))
+    return out
+
+
+def hir_csv(h: Any) -> str:
+    """hir.csv: each idle period's bursts, their IOPS, the recovery, the return's mean."""
+    def cell(value: float | None, digits: int) -> str:
+        return "" if value is None else f"{value:.{digits}f}"
+
+    lines = [f"wait_s,bursts,burst_iops,recovery,base_iops,vs_return (bursts of {h.burst_s} s; "
+             f"before the idle periods: {cell(h.baseline_iops, 1)} IOPS)"]
+    lines += [f"{st.wait_s},{st.bursts},{cell(st.burst_iops, 1)},{cell(st.recovery, 4)},"
+              f"{cell(st.base_iops, 1)},{cell(st.vs_return, 4)}" for st in h.states]
+    return "\n".join(lines) + "\n"
 
 
 def wsat_csvs(iops: Any, w: Any) -> dict[str, str]:
@@ -223,11 +259,14 @@ def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
             _warn(f"{data.run_dir}: charts failed: {exc!r}")
         if run.wsat is not None and data.iops is not None:
             try:
-                for name, text in wsat_csvs(data.iops["iops"], run.wsat).items():
+                tables = wsat_csvs(data.iops["iops"], run.wsat)
+                if run.hir is not None:
+                    tables["hir.csv"] = hir_csv(run.hir)
+                for name, text in tables.items():
                     atomic.write_text(data.run_dir / name, text)
                     written.append(data.run_dir / name)
             except OSError as exc:
-                problems.append(f"{run.run}: WSAT tables not written: {exc}")
+                problems.append(f"{run.run}: PTS tables not written: {exc}")
         if data.meta and (data.run_dir / "run.json").is_file():
             meta = dict(data.meta)
             meta["analysis"] = run.to_dict()

@@ -605,6 +605,71 @@ def wsat_chart(written_gb: FloatArray, iops: FloatArray, *, svg: bool = True,
     return _render(wsat_figure(written_gb, iops, **kwargs), "wsat-tgbw", svg)
 
 
+HIR_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+               "#7f7f7f", "#d62728", "#ff7f0e")
+
+
+def hir_figure(parts: Sequence[tuple[int, FloatArray, FloatArray]], *, title: str,
+               burst_iops: Mapping[int, float | None], baseline: float | None,
+               base_iops: Mapping[int, float | None] | None = None,
+               scale: LogScale | None = None, workload: Workload | None = None) -> Figure:
+    """SNIA PTS host idle recovery: left, every second of the idle periods and the returns
+    to the baseline one after the other (each idle period's bursts in its own colour, the
+    returns grey), log scale; right, each idle period's burst IOPS against the level before
+    the idle periods (the WSAT's final level) and the mean of its return to the baseline."""
+    scale = scale or log_scale(*(p[1] for p in parts), *(p[2] for p in parts))
+    fig, axes = _figure(ncols=2)
+    ax = axes[0, 0]
+    at = 0.0
+    for i, (wait, idle, base) in enumerate(parts):
+        colour = HIR_COLOURS[i % len(HIR_COLOURS)]
+        for series, label, c in ((idle, f"{wait} s idle", colour), (base, None, "#999999")):
+            t = at + np.arange(series.size, dtype=np.float64) + MID
+            pos = np.isfinite(series) & (series > 0)
+            ax.plot(t[pos], np.clip(series[pos], scale.floor, scale.top), linestyle="none",
+                    marker="o", markersize=3.0, markeredgewidth=0, color=c, rasterized=True,
+                    label=label)
+            at += series.size
+    _log_y(ax, scale)
+    ax.set_xlim(0, max(at, 1.0))
+    ax.set_xlabel("Time since the first idle period (s; grey: back to the baseline)",
+                  fontsize=12)
+    ax.set_ylabel("IOPS (log scale; seconds without writes not drawn)", fontsize=11)
+    ax.yaxis.set_major_formatter(si)
+    _legend_above(ax)
+    ax2 = axes[0, 1]
+    waits = [w for w, _, _ in parts]
+    values = [burst_iops.get(w) or 0.0 for w in waits]
+    bars = ax2.bar([f"{w} s" for w in waits], values, width=0.6,
+                   color=[HIR_COLOURS[i % len(HIR_COLOURS)] for i in range(len(waits))])
+    ax2.bar_label(bars, labels=[si(round(v)) if v else "—" for v in values], fontsize=10,
+                  padding=3)
+    returns = [(i, v) for i, w in enumerate(waits) if (v := (base_iops or {}).get(w))]
+    top = nice_top(max([*values, *(v for _, v in returns), baseline or 0.0, 1.0]) * 1.2)
+    ax2.set_ylim(0, top)
+    if returns:
+        ax2.plot([i for i, _ in returns], [v for _, v in returns], linestyle="none",
+                 marker="_", markersize=40, markeredgewidth=3, color="#777777")
+        ax2.plot([], [], color="#777777", linewidth=3,  # the legend's entry, a short line
+                 label="its return to the baseline (mean)")
+    if baseline:
+        ax2.axhline(baseline, color="#444444", linestyle="--", linewidth=1.2,
+                    label=f"before the idle periods: {si(round(baseline))} IOPS")
+    if returns or baseline:
+        _legend_above(ax2)
+    ax2.set_xlabel("Idle period before each burst", fontsize=12)
+    ax2.set_ylabel("IOPS in the bursts", fontsize=12)
+    ax2.yaxis.set_major_formatter(si)
+    what = (workload or Workload()).torture
+    _suptitle(fig, f"{title}\nSNIA PTS host idle recovery: bursts of {what} after idle periods")
+    return fig
+
+
+def hir_chart(parts: Sequence[tuple[int, FloatArray, FloatArray]], *, svg: bool = True,
+              **kwargs: Any) -> Chart:
+    return _render(hir_figure(parts, **kwargs), "hir", svg)
+
+
 def latency_scale(*runs: Mapping[str, FloatArray]) -> LogScale:
     """One log scale for the latency charts of several runs (every column of every run)."""
     return log_scale(*(cols[k] for cols in runs for k, *_ in LATENCY_STYLES if k in cols),

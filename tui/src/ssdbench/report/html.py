@@ -293,6 +293,29 @@ def _wsat_html(run: RunAnalysis) -> str:
             + "<p class=\"small\">Per second: wsat.csv; per round: wsat-rounds.csv.</p>")
 
 
+def _hir_html(run: RunAnalysis) -> str:
+    """A HIR run's table: each idle period's bursts against the level before them."""
+    h = run.hir
+    if h is None:
+        return ""
+    base = f"{num(h.baseline_iops, 0)} IOPS" if h.baseline_iops is not None else "not known"
+    out = (f"<h3>Host idle recovery (SNIA PTS HIR)</h3><p>Bursts of {h.burst_s} s of "
+           f"random writes after each idle period; the level before the idle periods (the "
+           f"WSAT preconditioning's final level): {esc(base)}. The first burst of each period "
+           "runs on from the writes before it and is left out.</p>")
+    out += table(["idle before each burst", "bursts measured", "IOPS in the bursts",
+                  "× the level before", "back to the baseline (mean IOPS)",
+                  "× the return to the baseline"],
+                 [[f"{st.wait_s} s", st.bursts, num(st.burst_iops, 0),
+                   "—" if st.recovery is None else f"{st.recovery:.2f}",
+                   num(st.base_iops, 0),
+                   "—" if st.vs_return is None else f"{st.vs_return:.2f}"] for st in h.states])
+    for note in h.notes:
+        out += f"<p class=\"small\">{esc(note)}</p>"
+    return out + "<p class=\"small\">The same: hir.csv; every second: hir-idle-&lt;s&gt;.csv, " \
+        "hir-base-&lt;s&gt;.csv.</p>"
+
+
 def _trim_html(run: RunAnalysis, meta: dict[str, Any]) -> str:
     t = run.trim
     if t is None:
@@ -545,7 +568,8 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
     out += problems_html(run.problems) + warnings_html(run_warnings(meta))
     out += kv_table([("started", meta.get("started")), ("finished", meta.get("finished")),
                      ("target", target_text(meta.get("target")))])
-    out += _wsat_html(run) + _stats_rows(run) + _fill_html(run) + _trim_html(run, meta)
+    out += _wsat_html(run) + _hir_html(run) + _stats_rows(run) + _fill_html(run)
+    out += _trim_html(run, meta)
     out += authenticity_html(meta) + grade_html(meta) + health_html(meta, rel)
     out += environment_html(meta)
     out += reconciliation_html(meta)

@@ -21,11 +21,12 @@ from ssdbench.analysis import (
     trim_verdict,
 )
 from ssdbench.analysis.iops import ROUND_S
-from ssdbench.analysis.pts import Wsat, wsat
+from ssdbench.analysis.pts import Hir, Wsat, hir_state, wsat
 from ssdbench.analysis.trim import TRIM_PHASES
 from ssdbench.fio.jobs import parse_block_size
 from ssdbench.fio.logs import DDIR, hist_counts, load_hist_log
-from ssdbench.report.load import RunData
+from ssdbench.report.load import RunData, read_columns
+from ssdbench.stages.params import parse_waits
 
 ANALYSIS_SCHEMA = 1
 
@@ -46,6 +47,7 @@ class RunAnalysis:
     trim: TrimVerdict | None
     unreadable: tuple[str, ...] = ()  # files of the run there but not readable (damaged)
     wsat: Wsat | None = None  # a WSAT run's IOPS against the gigabytes written
+    hir: Hir | None = None  # a HIR run's idle periods
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +66,7 @@ class RunAnalysis:
             "trim": self.trim.to_dict() if self.trim else None,
             "unreadable": list(self.unreadable),
             "wsat": self.wsat.to_dict() if self.wsat else None,
+            "hir": self.hir.to_dict() if self.hir else None,
         }
 
 
@@ -146,13 +149,16 @@ def analyse(data: RunData) -> RunAnalysis:
                                          hist_from_s=first)
         if iops.whole.seconds == 0:
             problems.append("iops.csv has no seconds")
-    elif kind in ("consistency", "wsat"):
+    elif kind in ("consistency", "wsat", "hir"):
         problems.append("iops.csv is missing")
-    wsat_view = None
-    if kind == "wsat" and iops is not None and data.iops is not None:
+    wsat_view = hir_view = None
+    if kind in ("wsat", "hir") and iops is not None and data.iops is not None:
         wsat_view, problem = _wsat(data.iops["iops"], iops, meta, target)
         if problem:
             problems.append(problem)
+    if kind == "hir":
+        hir_view = _hir(data.run_dir, meta, wsat_view)
+        problems += list(hir_view.notes) if state == "done" else []
     if data.fill is not None:
         fill = fill_stats(data.fill["mib_s"], data.fill["gib_written"])
     elif kind == "consistency":
@@ -171,7 +177,38 @@ def analyse(data: RunData) -> RunAnalysis:
         problems.append("readscan.csv is missing")
     complete = state == "done" and not problems
     return RunAnalysis(data.name, kind, state, complete, tuple(problems), op, start, iops,
-                       latency, steady_latency, fill, trim, data.unreadable, wsat_view)
+                       latency, steady_latency, fill, trim, data.unreadable, wsat_view,
+                       hir_view)
+
+
+def _hir(run_dir: Path, meta: dict[str, Any], w: Wsat | None) -> Hir:
+    """The HIR view from hir-idle-<s>.csv and hir-base-<s>.csv of each idle period in
+    run.json ``params.hir_waits``; a period whose file is missing or unreadable is named in
+    ``notes`` (and left out), never guessed."""
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+    assert isinstance(params, dict)
+    notes: list[str] = []
+    burst = params.get("hir_burst_seconds", 5)
+    if isinstance(burst, bool) or not isinstance(burst, int) or burst < 1:
+        return Hir(5, None, (), (f"run.json params.hir_burst_seconds is {burst!r}: no HIR "
+                                 "view",))
+    try:
+        waits = parse_waits(str(params.get("hir_waits", "")))
+    except ValueError as exc:
+        return Hir(burst, None, (), (f"run.json params.hir_waits is "
+                                     f"{params.get('hir_waits')!r} ({exc}): no HIR view",))
+    baseline = w.final_iops if w is not None else None
+    states = []
+    for wait in waits:
+        try:
+            idle = read_columns(run_dir / f"hir-idle-{wait}.csv", ("time_s", "iops"))
+            base = read_columns(run_dir / f"hir-base-{wait}.csv", ("time_s", "iops"))
+        except (OSError, ValueError) as exc:
+            notes.append(f"HIR idle period {wait} s: {exc}")
+            continue
+        states.append(hir_state(wait, idle["iops"], base["iops"], burst_s=burst,
+                                baseline=baseline))
+    return Hir(burst, baseline, tuple(states), tuple(notes))
 
 
 def _wsat(series: Any, it: IopsAnalysis, meta: dict[str, Any],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ssdbench.fio import jobs
@@ -173,6 +174,36 @@ def wsat_stage() -> FioStage:
         job_target(ctx), capacity_multiple=ctx.params.wsat_capacity_multiple,
         max_seconds=ctx.params.wsat_seconds, block_size=ctx.params.block_size_torture,
         hist_coarseness=ctx.params.hist_coarseness))
+
+
+@dataclass
+class HirStage:
+    """SNIA PTS host idle recovery after the WSAT preconditioning: for each idle period of
+    ``hir_waits``, ``hir_repetitions`` bursts of ``hir_burst_seconds`` of random writes with
+    that idle after each (fio/jobs.hir_idle_job), then as many bursts' worth of writes without
+    a pause, back to the baseline (the torture's job, stage hir-base-<s>). One stage for the
+    journal and the front ends; a fio job (jobs/, fio/, a CSV) per part."""
+
+    name: str = "hir"
+
+    def execute(self, ctx: RunContext) -> None:
+        for wait in ctx.params.hir_wait_list:
+            FioStage(self.name, partial(_hir_idle, wait=wait)).execute(ctx)
+            FioStage(self.name, partial(_hir_base, wait=wait)).execute(ctx)
+
+
+def _hir_idle(ctx: RunContext, *, wait: int) -> JobFile:
+    p = ctx.params
+    return jobs.hir_idle_job(job_target(ctx), burst_s=p.hir_burst_seconds, wait_s=wait,
+                             bursts=p.hir_repetitions, block_size=p.block_size_torture,
+                             hist_coarseness=p.hist_coarseness)
+
+
+def _hir_base(ctx: RunContext, *, wait: int) -> JobFile:
+    p = ctx.params
+    return jobs.torture_job(job_target(ctx), seconds=p.hir_repetitions * p.hir_burst_seconds,
+                            block_size=p.block_size_torture, hist_coarseness=p.hist_coarseness,
+                            stage=f"hir-base-{wait}")
 
 
 def readscan_stage() -> FioStage:

@@ -52,6 +52,14 @@ class RunParams:
     times the span is written (the PTS: 4), unless wsat_seconds ends it first."""
     wsat_seconds: int = 86400
     """WSAT: the longest it runs, seconds (the PTS: 24 h); the run says which limit ended it."""
+    hir_waits: str = "5,10,15,25,50"
+    """HIR (SNIA PTS host idle recovery): the idle periods between bursts, seconds, in order
+    (the PTS: 5, 10, 15, 25 and 50)."""
+    hir_repetitions: int = 360
+    """HIR: bursts after each idle period, and bursts of the return to the baseline after
+    each (the PTS: 360; the full test then runs about 15.5 h after its preconditioning)."""
+    hir_burst_seconds: int = 5
+    """HIR: the length of each burst of 4 KiB random writes (the PTS: 5 s)."""
     steady_round_s: int = 60
     """SNIA steady state: the length of one round (s). 60 is the PTS's one minute; shorter
     rounds (tests, a quick look) reach a verdict sooner and the report names their length."""
@@ -122,6 +130,11 @@ class RunParams:
         return int(self.torture_seconds * 0.7)
 
     @property
+    def hir_wait_list(self) -> tuple[int, ...]:
+        """``hir_waits`` as seconds (validated when set)."""
+        return parse_waits(self.hir_waits)
+
+    @property
     def probe_bytes(self) -> int:
         return int(self.probe_gib * 1024**3)
 
@@ -156,7 +169,7 @@ class RunParams:
 
 _FIELDS = {f.name: f for f in fields(RunParams)}
 _POSITIVE_INT = {"torture_seconds", "trim_torture_seconds", "fill_passes", "iodepth",
-                 "steady_round_s", "wsat_seconds",
+                 "steady_round_s", "wsat_seconds", "hir_repetitions", "hir_burst_seconds",
                  "status_timeout_s", "random_read_seconds", "chart_iops_top",
                  "grade_reallocated_scrap", "grade_reported_uncorrectable_scrap",
                  "grade_media_errors_scrap", "grade_wear_note_percent",
@@ -227,6 +240,12 @@ def _convert(key: str, value: object, source: str) -> object:
         raise bad("fail or discard")
     if key == "self_test" and value not in ("none", "short", "extended"):
         raise bad("none, short or extended")
+    if key == "hir_waits":
+        try:
+            return ",".join(str(w) for w in parse_waits(value))
+        except ValueError as exc:
+            raise bad(f"idle periods in seconds separated by commas, e.g. 5,10,15,25,50 "
+                      f"({exc})") from None
     if key == "capacity_check" and value not in ("quick", "full"):
         raise bad("quick or full")
     if key == "psid" and value == PSID_GIVEN:
@@ -239,6 +258,20 @@ def _convert(key: str, value: object, source: str) -> object:
         except ValueError as exc:
             raise ParamError(f"{source}: key 'psid': {exc}") from None
     return value
+
+
+def parse_waits(text: str) -> tuple[int, ...]:
+    """"5,10,15" -> (5, 10, 15): one to ten whole seconds from 2 to 3600, each once (a burst
+    is told from the next by at least one second without writes)."""
+    parts = [p.strip() for p in str(text).split(",")]
+    if not parts or any(not p.isdigit() for p in parts):
+        raise ValueError("whole seconds only")
+    waits = tuple(int(p) for p in parts)
+    if not 1 <= len(waits) <= 10 or len(set(waits)) != len(waits):
+        raise ValueError("one to ten of them, each once")
+    if any(not 2 <= w <= 3600 for w in waits):
+        raise ValueError("each from 2 to 3600 s")
+    return waits
 
 
 def _number(value: object) -> float | None:

@@ -10,6 +10,7 @@ from ssdbench.stages.discard import EraseStage, SettleStage, TrimStage
 from ssdbench.stages.grade import GradeStage
 from ssdbench.stages.health import HealthStage
 from ssdbench.stages.measure import (
+    HirStage,
     fill_stage,
     randread_stage,
     readscan_stage,
@@ -20,7 +21,7 @@ from ssdbench.stages.partition import PartitionStage
 from ssdbench.stages.probe import probe_stage
 from ssdbench.stages.selftest import SelfTestStage
 
-KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity", "wsat")
+KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity", "wsat", "hir")
 
 
 def consistency_stages(*, erase: bool = True, op_percent: int = 0) -> list[Stage]:
@@ -58,9 +59,11 @@ def stages_for(kind: str, *, erase: bool = True, op_percent: int = 0) -> list[St
         return trim_stages(erase=erase)
     if kind == "diagnose":
         return diagnose_stages()
-    if kind == "wsat":  # SNIA PTS write saturation: from the purge, no preconditioning
+    if kind in ("wsat", "hir"):  # SNIA PTS write saturation from the purge; host idle
+        # recovery after it (the WSAT is its preconditioning)
         stages: list[Stage] = [EraseStage()] if erase else []
-        return [*stages, PartitionStage(0), wsat_stage()]
+        stages += [PartitionStage(0), wsat_stage()]
+        return [*stages, HirStage()] if kind == "hir" else stages
     if kind == "authenticity":  # destructive: tagged blocks across the claimed span
         return [AuthenticityStage()]
     if kind == "grade":  # read-only: the drive's own counters graded (grade/rules.py)

@@ -13,6 +13,8 @@
     read scan  = size / read speed;  random read = random_read_seconds
     wsat       = min(wsat_capacity_multiple × span / (random-write IOPS × block size),
                      wsat_seconds)
+    hir        = wsat + Σ over hir_waits w of (hir_repetitions + 1) × (burst + w)
+                 + hir_repetitions × burst   (burst = hir_burst_seconds)
 
 Expected sequential speeds by transport (MiB/s, write / read) are conservative
 steady-state figures (after the SLC cache), not the box numbers.
@@ -111,8 +113,10 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
         if kind == "erase":  # purge and verify only: the read-back is a few blocks
             continue
         span = drive.size_bytes * (100 - op) / 100
-        if kind == "wsat":
+        if kind in ("wsat", "hir"):
             parts.append((f"{label}/wsat", wsat_seconds(drive, span, params)))
+            if kind == "hir":
+                parts.append((f"{label}/hir", float(hir_seconds(params))))
             continue
         fill = span * params.fill_passes / MIB / write
         probe = min(params.probe_bytes, span / 3) / MIB / write  # three windows
@@ -137,6 +141,13 @@ def wsat_seconds(drive: Drive, span: float, params: RunParams,
     block = parse_block_size(params.block_size_torture)
     return min(params.wsat_capacity_multiple * span / (rate * block),
                float(params.wsat_seconds))
+
+
+def hir_seconds(params: RunParams) -> int:
+    """HIR after its WSAT: each idle period's bursts (one more than the repetitions: fio's
+    first runs on through the first idle) and its return to the baseline."""
+    b, n = params.hir_burst_seconds, params.hir_repetitions
+    return sum((n + 1) * (b + w) + n * b for w in params.hir_wait_list)
 
 
 def stage_estimates(drive: Drive, plan: Plan) -> dict[tuple[str, str], float]:
