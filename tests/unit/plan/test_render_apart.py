@@ -3,7 +3,10 @@ command in log.txt; a report that fails is a sentence, never an exception."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from ssdbench.plan.engine import finish, render_apart
 from ssdbench.system import CommandRecord, SystemRunner
@@ -30,6 +33,24 @@ def test_the_drive_report_and_the_index_come_from_a_process_of_their_own(tmp_pat
     commands = [r.argv[-3:] for r in seen]
     assert commands == [("drive", str(drive), "--no-svg"), ("index", str(root), "--no-svg")]
     assert all(r.argv[1:3] == ("-m", "ssdbench.report.apart") for r in seen)
+
+
+def test_the_report_process_finds_this_ssdbench_and_matplotlibs_cache(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """A child gets a fixed environment; the report's needs this ssdbench on its path (an
+    interpreter without the package installed: the image-pins venv of make test) and
+    MPLCONFIGDIR (the image's prebuilt font cache), nothing else of this process's."""
+    import ssdbench
+    from ssdbench.plan.engine import _report_env
+
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    monkeypatch.setenv("SSDBENCH_SECRET_THING", "x")
+    env = _report_env()
+    root = str(Path(ssdbench.__file__).resolve().parents[1])
+    assert env["PYTHONPATH"].split(os.pathsep) == [root, "/elsewhere"]
+    assert env["MPLCONFIGDIR"] == str(tmp_path / "mpl")
+    assert "SSDBENCH_SECRET_THING" not in env
 
 
 def test_a_report_that_fails_is_a_sentence_naming_the_retry(tmp_path: Path):

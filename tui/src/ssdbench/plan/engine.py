@@ -203,12 +203,29 @@ def render_apart(what: str, path: Path, runner: Runner, *, svg: bool = True) -> 
         argv.append("--no-svg")
     retry = f"run `ssdbench report {path if what == 'index' else path.parent}` to retry"
     try:
-        runner.run(argv, timeout=REPORT_APART_TIMEOUT_S)
+        runner.run(argv, timeout=REPORT_APART_TIMEOUT_S, env=_report_env())
     except CommandError as exc:
         tail = exc.stderr_tail.strip().splitlines()
         why = tail[-1] if tail else exc.reason
         return f"{'index' if what == 'index' else 'report'} failed ({why}); {retry}"
     return None
+
+
+def _report_env() -> dict[str, str]:
+    """What a report process needs of this one's environment (a child gets a fixed one,
+    system.base_environment): this ssdbench on its import path (a source tree, a test's
+    interpreter without the package installed) and matplotlib's config and font cache
+    (MPLCONFIGDIR: the image builds the cache in advance; without it every report process
+    would build one, tens of seconds under emulation)."""
+    import ssdbench
+
+    root = str(Path(ssdbench.__file__).resolve().parents[1])
+    env = {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH"))
+                                         if p)}
+    for key in ("MPLCONFIGDIR", "HOME"):
+        if os.environ.get(key):
+            env[key] = os.environ[key]
+    return env
 
 
 def finish(results_root: Path, *, svg: bool = True, runner: Runner | None = None) -> list[str]:
