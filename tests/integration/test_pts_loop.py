@@ -49,8 +49,10 @@ def test_wsat_writes_its_goal_and_the_report_shows_it(tmp_path: Path, size: int,
     with (run_dir / "wsat.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == w["seconds"] and rows
-    assert float(rows[-1]["written_gb"]) == pytest.approx(
-        goal / 1e9, rel=0.02)
+    # the per-second curve ends at fio's total within one second's writes (the block layer
+    # may count the last writes after the last whole second it read)
+    peak = max(float(r["iops"] or 0) for r in rows)
+    assert abs(float(rows[-1]["written_gb"]) - goal / 1e9) <= peak * 4096 / 1e9
     assert (run_dir / "wsat-tgbw.png").is_file() and (run_dir / "wsat-rounds.csv").is_file()
     page = (run_dir.parent / "report.html").read_text()
     assert "Write saturation (SNIA PTS WSAT)" in page and "the goal: 30 × the capacity" in page
@@ -66,9 +68,10 @@ def test_hir_idle_periods_and_returns_to_the_baseline(tmp_path: Path) -> None:
         code = main(["run", dev, "--destroy", Path(dev).name, "--plan", "hir",
                      "--erase-fallback", "discard", "--quiet", "--no-svg", "--no-pin",
                      "--results", str(tmp_path / "results"),
-                     # 100 capacities: a loop device writes 4 in under a second, and the
-                     # level before the idle periods needs whole rounds
-                     "--set", "wsat_capacity_multiple=100", "--set", "steady_round_s=1",
+                     # 30 capacities: a loop device writes 4 in under a second, and the
+                     # level before the idle periods needs whole rounds (100 took 10 s of
+                     # both cores beside the kiosk quick plan's guest in CI)
+                     "--set", "wsat_capacity_multiple=30", "--set", "steady_round_s=1",
                      "--set", "hir_waits=2,3", "--set", "hir_repetitions=3",
                      "--set", "hir_burst_seconds=1"])
         assert code == ExitCode.OK
@@ -83,7 +86,8 @@ def test_hir_idle_periods_and_returns_to_the_baseline(tmp_path: Path) -> None:
         with (run_dir / f"hir-idle-{w}.csv").open(newline="") as f:
             iops = [float(r["iops"] or 0) for r in csv.DictReader(f)]
         # the idle periods are there: runs of at least w - 1 whole seconds without writes
-        gaps = "".join("0" if v == 0 else "1" for v in iops).split("1")
+        # (but a few that completed late: under 1% of the busiest second)
+        gaps = "".join("0" if v <= 0.01 * max(iops) else "1" for v in iops).split("1")
         assert sum(len(g) >= w - 1 for g in gaps if g) >= 2, iops
         assert st["bursts"] >= 2 and st["burst_iops"] > 0 and st["base_iops"] > 0, st
         assert st["recovery"] == pytest.approx(st["burst_iops"] / h["baseline_iops"])

@@ -24,6 +24,8 @@ def _idle_period(first_s: int, burst: list[float], idle_s: int, count: int,
 
 def test_bursts_are_runs_of_seconds_with_writes():
     assert bursts([0, 5, 5, 0, np.nan, 3, 0]) == [(1, 3), (5, 6)]
+    # a write that completed late in an idle second (under 1% of the busiest) is no burst
+    assert bursts([1000, 1000, 0.7, 0, 1000]) == [(0, 2), (4, 5)]
     assert bursts([]) == [] and bursts([0.0, 0.0]) == []
 
 

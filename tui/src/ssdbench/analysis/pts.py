@@ -143,11 +143,16 @@ def wsat(iops: Any, it: IopsAnalysis, *, span_bytes: int, io_bytes: int,
 # ---- host idle recovery (HIR) ----------------------------------------------------------------
 
 
+STRAGGLER_FRACTION = 0.01  # an idle second's few late writes: not a burst
+
+
 def bursts(iops: Any) -> list[tuple[int, int]]:
-    """The bursts of a series: runs ``[start, end)`` of seconds with writes (a second with
-    no value counts as one without)."""
-    arr = as_series(iops)
-    busy = np.where(np.isnan(arr), 0.0, arr) > 0
+    """The bursts of a series: runs ``[start, end)`` of seconds with writes above 1% of the
+    busiest second (an idle second where a few writes completed late, or fio's log spread a
+    burst's last writes, is not a burst; a second with no value counts as one without)."""
+    arr = np.where(np.isnan(as_series(iops)), 0.0, as_series(iops))
+    top = float(arr.max()) if arr.size else 0.0
+    busy = arr > STRAGGLER_FRACTION * top
     padded = np.concatenate(([False], busy, [False])).astype(np.int8)
     edges = np.diff(padded)
     return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist(),
