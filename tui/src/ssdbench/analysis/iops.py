@@ -138,14 +138,18 @@ class Stalls:
         return asdict(self)
 
 
+def true_runs(mask: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.intp],
+                                                   npt.NDArray[np.intp]]:
+    """The runs of True in ``mask``: their starts and (exclusive) ends, in order."""
+    edges = np.diff(np.concatenate(([False], mask, [False])).astype(np.int8))
+    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+
+
 def longest_run(mask: npt.NDArray[np.bool_]) -> tuple[int, int | None]:
     """Length and start index of the longest run of True in ``mask`` (0, None if none)."""
     if mask.size == 0 or not mask.any():
         return 0, None
-    padded = np.concatenate(([False], mask, [False])).astype(np.int8)
-    edges = np.diff(padded)
-    starts = np.flatnonzero(edges == 1)
-    ends = np.flatnonzero(edges == -1)
+    starts, ends = true_runs(mask)
     lengths = ends - starts
     best = int(np.argmax(lengths))  # first of the longest runs
     return int(lengths[best]), int(starts[best])

@@ -8,15 +8,26 @@ without a value); every result is a frozen dataclass with ``to_dict()``.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ssdbench.analysis.iops import FloatArray, IopsAnalysis, as_series, minute_rounds
+from ssdbench.analysis.iops import (
+    FloatArray,
+    IopsAnalysis,
+    as_series,
+    minute_rounds,
+    true_runs,
+)
 
 GB = 1e9  # the PTS counts gigabytes written in decimal units
-ENDED_BY = ("capacity", "time", "unknown")
+
+
+def _no_nan(values: Any) -> FloatArray:
+    """A copy of the series with each second without a value as 0 (no writes counted)."""
+    arr = as_series(values)
+    return np.asarray(np.where(np.isnan(arr), 0.0, arr), dtype=np.float64)
 
 
 def written_gb(iops: Any, io_bytes: int, last_fraction: float = 1.0) -> FloatArray:
@@ -24,7 +35,7 @@ def written_gb(iops: Any, io_bytes: int, last_fraction: float = 1.0) -> FloatArr
     the bytes per write; a second without a value adds nothing (counted by the caller as
     missing). ``last_fraction``: how much of the last second the job ran (fio logs a cut
     last second as a rate per second)."""
-    arr = np.where(np.isnan(as_series(iops)), 0.0, as_series(iops))
+    arr = _no_nan(iops)
     if arr.size:
         arr[-1] *= min(max(last_fraction, 0.0), 1.0)
     return np.asarray(np.cumsum(arr) * io_bytes / GB, dtype=np.float64)
@@ -74,9 +85,14 @@ class Wsat:
     rounds: tuple[WsatRound, ...]
     note: str | None = None
     last_fraction: float = 1.0  # how much of the last logged second the writes ran
+    # TGBW at the end of each second (written_gb): for the chart and wsat.csv; not in
+    # to_dict (wsat.csv holds it)
+    curve: FloatArray = field(default_factory=lambda: np.empty(0), repr=False,
+                              compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d.pop("curve")
         d["rounds"] = [r.to_dict() for r in self.rounds]
         return d
 
@@ -137,7 +153,7 @@ def wsat(iops: Any, it: IopsAnalysis, *, span_bytes: int, io_bytes: int,
         steady_iops=ss.window_mean if ss.reached else None,
         steady_at_s=ss.at_s, steady_written_gb=_at(curve, ss.at_s),
         final_iops=sum(last) / len(last) if last else None, round_s=round_s,
-        rounds=rounds, note=note, last_fraction=part)
+        rounds=rounds, note=note, last_fraction=part, curve=curve)
 
 
 # ---- host idle recovery (HIR) ----------------------------------------------------------------
@@ -150,13 +166,10 @@ def bursts(iops: Any) -> list[tuple[int, int]]:
     """The bursts of a series: runs ``[start, end)`` of seconds with writes above 1% of the
     busiest second (an idle second where a few writes completed late, or fio's log spread a
     burst's last writes, is not a burst; a second with no value counts as one without)."""
-    arr = np.where(np.isnan(as_series(iops)), 0.0, as_series(iops))
+    arr = _no_nan(iops)
     top = float(arr.max()) if arr.size else 0.0
-    busy = arr > STRAGGLER_FRACTION * top
-    padded = np.concatenate(([False], busy, [False])).astype(np.int8)
-    edges = np.diff(padded)
-    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist(),
-                    strict=True))
+    starts, ends = true_runs(arr > STRAGGLER_FRACTION * top)
+    return list(zip(starts.tolist(), ends.tolist(), strict=True))
 
 
 @dataclass(frozen=True)
@@ -182,6 +195,10 @@ class Hir:
     baseline_iops: float | None  # the WSAT's final level: the steady level before the idles
     states: tuple[HirState, ...]
     notes: tuple[str, ...] = ()
+    # each state's (idle s, the idle period's writes per second, its return's): what the
+    # states were computed from, kept for the chart; not in to_dict (the CSVs hold them)
+    series: tuple[tuple[int, FloatArray, FloatArray], ...] = field(
+        default=(), repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"burst_s": self.burst_s, "baseline_iops": self.baseline_iops,
@@ -194,7 +211,7 @@ def hir_state(wait_s: int, idle: Any, base: Any, *, burst_s: int,
     its return to the baseline (``base``). A burst counts when it lasted at least
     ``burst_s`` seconds (it spans that many, or one more when it starts inside a second);
     the first burst never does."""
-    arr = np.where(np.isnan(as_series(idle)), 0.0, as_series(idle))
+    arr = _no_nan(idle)
     found = [(a, b) for a, b in bursts(arr)[1:] if b - a >= burst_s]
     writes = sum(float(arr[a:b].sum()) for a, b in found)
     rate = writes / (len(found) * burst_s) if found else None

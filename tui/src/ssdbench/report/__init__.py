@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from ssdbench.analysis.pts import written_gb
 from ssdbench.analysis.trim import TRIM_PHASES
 from ssdbench.report.load import (
     RunData,
@@ -31,7 +30,6 @@ from ssdbench.report.load import (
     drive_identity,
     is_drive_dir,
     load_run,
-    read_columns,
     run_dirs,
 )
 from ssdbench.report.model import DriveReport, RunAnalysis, analyse, run_warnings
@@ -128,19 +126,16 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
         if run.wsat is not None:  # right after the whole-run chart: the same seconds
             w = run.wsat
             out.insert(1, ch.wsat_chart(
-                written_gb(s["iops"], w.io_bytes, w.last_fraction), s["iops"],
-                io_bytes=w.io_bytes,
+                w.curve, s["iops"], io_bytes=w.io_bytes,
                 span_gb=w.span_bytes / 1e9, title=title, cliff_gb=w.cliff_written_gb,
                 final_iops=w.final_iops, scale=scales.iops, workload=workload, svg=svg))
-        if run.hir is not None and run.hir.states:
-            parts = _hir_parts(data.run_dir, [st.wait_s for st in run.hir.states])
-            if parts:
-                out.append(ch.hir_chart(
-                    parts, title=title, burst_iops={st.wait_s: st.burst_iops
-                                                    for st in run.hir.states},
-                    baseline=run.hir.baseline_iops,
-                    base_iops={st.wait_s: st.base_iops for st in run.hir.states},
-                    workload=workload, svg=svg))
+        if run.hir is not None and run.hir.series:
+            out.append(ch.hir_chart(
+                run.hir.series, title=title, burst_iops={st.wait_s: st.burst_iops
+                                                         for st in run.hir.states},
+                baseline=run.hir.baseline_iops,
+                base_iops={st.wait_s: st.base_iops for st in run.hir.states},
+                workload=workload, svg=svg))
         temp = data.sensors.get("torture") or data.sensors.get("wsat")
         if temp is not None and np.isfinite(temp["temperature_c"]).any():
             # under the full-log chart, on its time axis (the steady charts are its zoom)
@@ -181,20 +176,6 @@ def _warn(message: str) -> None:
     print(f"ssdbench report: {message}", file=sys.stderr)
 
 
-def _hir_parts(run_dir: Path, waits: Sequence[int]) -> list[tuple[int, Any, Any]]:
-    """(idle s, the idle period's IOPS, its return to the baseline's) of each idle period
-    whose two CSVs can be read."""
-    out = []
-    for w in waits:
-        try:
-            idle = read_columns(run_dir / f"hir-idle-{w}.csv", ("time_s", "iops"))["iops"]
-            base = read_columns(run_dir / f"hir-base-{w}.csv", ("time_s", "iops"))["iops"]
-        except ValueError:
-            continue
-        out.append((w, idle, base))
-    return out
-
-
 def hir_csv(h: Any) -> str:
     """hir.csv: each idle period's bursts, their IOPS, the recovery, the return's mean."""
     def cell(value: float | None, digits: int) -> str:
@@ -210,7 +191,7 @@ def hir_csv(h: Any) -> str:
 def wsat_csvs(iops: Any, w: Any) -> dict[str, str]:
     """wsat.csv (each second: its IOPS, the gigabytes written by its end and in capacities)
     and wsat-rounds.csv (each round: its end, gigabytes written, mean IOPS)."""
-    tgbw = written_gb(iops, w.io_bytes, w.last_fraction)
+    tgbw = w.curve
     span_gb = w.span_bytes / 1e9
     lines = ["time_s,iops,written_gb,capacities_written"]
     for i, (v, g) in enumerate(zip(np.asarray(iops, dtype=float), tgbw, strict=True)):

@@ -198,7 +198,7 @@ def _hir(run_dir: Path, meta: dict[str, Any], w: Wsat | None) -> Hir:
         return Hir(burst, None, (), (f"run.json params.hir_waits is "
                                      f"{params.get('hir_waits')!r} ({exc}): no HIR view",))
     baseline = w.final_iops if w is not None else None
-    states = []
+    states, series = [], []
     for wait in waits:
         try:
             idle = read_columns(run_dir / f"hir-idle-{wait}.csv", ("time_s", "iops"))
@@ -208,7 +208,8 @@ def _hir(run_dir: Path, meta: dict[str, Any], w: Wsat | None) -> Hir:
             continue
         states.append(hir_state(wait, idle["iops"], base["iops"], burst_s=burst,
                                 baseline=baseline))
-    return Hir(burst, baseline, tuple(states), tuple(notes))
+        series.append((wait, idle["iops"], base["iops"]))
+    return Hir(burst, baseline, tuple(states), tuple(notes), tuple(series))
 
 
 def _wsat(series: Any, it: IopsAnalysis, meta: dict[str, Any],
