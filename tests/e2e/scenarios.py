@@ -62,8 +62,10 @@ def prepare_stick(workdir: Path, *, entry: str, append: str = "",
     """A fresh copy of the image as workdir/stick.img with the boot entry and config; with
     ``direct``, the stick's kernel, initramfs and the entry's command line beside it (for
     ``Guest(direct=True)``)."""
+    # --accel tcg: Guest runs QEMU in TCG (its kernel arguments then have run-qemu.sh's
+    # init_on_alloc=0)
     argv = [str(RUN_QEMU), "--prepare-only", "--image", str(image), "--workdir", str(workdir),
-            "--entry", entry]
+            "--entry", entry, "--accel", "tcg"]
     if direct:
         argv.append("--direct")
     if append:

@@ -153,8 +153,10 @@ def netboot(lab: dict[str, Any], name: str, config: str, *, append: str = "",
     tftp = www / name  # boot.ipxe for QEMU's TFTP; kernel and initramfs as links, over HTTP
     config_url = (http_server.guest_url(f"{name}.toml") if config_port is None
                   else f"http://{GUEST_HOST}:{config_port}/{name}.toml")
+    # init_on_alloc=0: the TCG guest's kernel arguments run-qemu.sh adds to a stick's boot
     cmdline = (f"ssdbench.config={config_url} ssdbench.poweroff=1 "
-               f"ssdbench.mirror=ttyS0 ssdbench.manifest=1 ssdbench.settle=3 {append}").strip()
+               f"ssdbench.mirror=ttyS0 ssdbench.manifest=1 ssdbench.settle=3 init_on_alloc=0 "
+               f"{append}").strip()
     from ssdbench.system import SystemRunner
 
     SystemRunner().run([str(NETBOOT), "--out", str(tftp), "--link",
