@@ -76,7 +76,7 @@ ALONE = ("tests/e2e/test_kiosk_quick.py",)
 # twice, once at real-time priority), beside the light part's 3000-IOPS drives 3 seconds of
 # 360 were 3% off, and beside one guest it answered 6 writes late once (2026-11-27).
 LIGHT = {"tests/integration/test_simdrive_known_answers.py":
-         "consumer_cliff or portable or trim_verdict or wsat or hir"}
+         "consumer_cliff or portable or trim_verdict or wsat or hir or iops_matrix"}
 HEAVY_NICE = 5
 
 

@@ -75,7 +75,7 @@ PARSERS: dict[str, tuple[Parser, list[Path]]] = {
     "/proc/self/mountinfo": (safety.parse_mountinfo, _files(
         "bundles/*/fs/proc/self/mountinfo")),
     "fio --output-format=json stream": (_fio_stream, _files(
-        "fio/*/stdout.txt")),
+        "fio/*/stdout.txt", "fio/pts-*/*.json")),
     "smartctl grade": (parse_smartctl_grade, _files(
         "fixtures/smart/smartctl-*", "bundles/*/cmd/smartctl_-j_-x_*.out")),
     "nvme self-test-log -o json": (parse_nvme_self_test_log, _files(

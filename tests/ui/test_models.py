@@ -13,7 +13,7 @@ from ssdbench.progress import Progress
 from ssdbench.stages.params import ParamError, RunParams
 from ssdbench.ui import fmt
 from ssdbench.ui.engine import plan_with, preset_plan
-from ssdbench.ui.estimate import estimate
+from ssdbench.ui.estimate import estimate, expected_speed
 from ssdbench.ui.plan import build_plan, parse_op_levels
 from ssdbench.ui.state import DriveRunState
 from tests.ui.conftest import LOOP_BUNDLE
@@ -99,6 +99,33 @@ def test_the_pts_plans_are_estimated_from_their_writes_and_idle_periods() -> Non
     assert parts["hir/hir"] == 55_930
     capped = params.with_values({"wsat_seconds": 3600})
     assert dict(estimate(nvme, [("wsat", 0)], capped, "discard").parts)["wsat/wsat"] == 3600
+
+
+def test_the_pts_round_loops_are_estimated_at_their_most_rounds() -> None:
+    """IOPS: the WIPC (two writes of the span at the transport's sequential speed), then 25
+    rounds of 7 mixes x 8 block sizes x 60 s (23 h 20 min); latency 25 rounds of 9; the
+    throughput loop twice, each with its WIPC and the second with its own erase; the shorter
+    variant's parameters shrink them."""
+    nvme = dataclasses.replace(loop_drive(), transport="nvme", size_bytes=1_000_204_886_016)
+    write, _ = expected_speed(nvme)
+    wipc = 2 * 1_000_204_886_016 / 2**20 / write
+    params = RunParams()
+    parts = dict(estimate(nvme, [("iops", 0)], params, "discard").parts)
+    assert parts == {"iops/erase": parts["iops/erase"], "iops/wipc": pytest.approx(wipc),
+                     "iops/rounds": 25 * 56 * 60}
+    parts = dict(estimate(nvme, [("latency", 0)], params, "discard").parts)
+    assert parts["latency/rounds"] == 25 * 9 * 60
+    parts = dict(estimate(nvme, [("throughput", 0)], params, "discard").parts)
+    assert list(parts) == ["throughput/erase", "throughput/wipc-1m", "throughput/rounds-1m",
+                           "throughput/erase-128k", "throughput/wipc-128k",
+                           "throughput/rounds-128k"]
+    assert parts["throughput/rounds-128k"] == 25 * 2 * 60
+    short = params.with_values({"pts_block_sizes": "128k,4k", "steady_round_s": 10,
+                                "pts_max_rounds": 5, "pts_wipc_passes": 0})
+    parts = dict(estimate(nvme, [("iops", 0)], short, "discard").parts)
+    assert parts["iops/wipc"] == 0 and parts["iops/rounds"] == 5 * 14 * 10
+    assert dict(estimate(nvme, [("latency", 0)], short, "discard").parts)[
+        "latency/rounds"] == 5 * 3 * 10  # 4k only: the latency test has no 128k
 
 
 def test_plan_parsing_and_refusals() -> None:

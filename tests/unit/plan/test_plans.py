@@ -28,7 +28,11 @@ def test_presets_load_and_say_what_they_run() -> None:
         "intake": ["authenticity", "erase"],
         "wsat": ["wsat"],
         "hir": ["hir"],
+        "iops": ["iops"],
+        "throughput": ["throughput"],
+        "latency": ["latency"],
     }
+    assert all(preset(p).destructive for p in ("iops", "throughput", "latency"))
     assert not preset("diagnose").destructive and preset("trim").destructive
     assert not preset("grade").destructive  # read-only: no consent
     assert preset("intake").destructive  # writes tags across the drive, then erases it

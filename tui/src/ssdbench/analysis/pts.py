@@ -220,3 +220,171 @@ def hir_state(wait_s: int, idle: Any, base: Any, *, burst_s: int,
     recovery = rate / baseline if rate is not None and baseline else None
     vs_return = rate / base_mean if rate is not None and base_mean else None
     return HirState(wait_s, len(found), rate, recovery, base_mean, vs_return)
+
+
+# The figures a round records for each workload (stages/pts.py ``figures``)
+ROUND_FIGURES = ("iops", "mib_s", "lat_mean_us", "lat_p99999_us", "lat_max_us")
+LOOP_METRICS = ("iops", "mib_s", "lat_mean_us")
+
+
+@dataclass(frozen=True)
+class LoopWorkload:
+    name: str  # e.g. rnd-4k-65_35
+    read_percent: int
+    block_size: str  # fio's form: 1m, 128k, 4k, 512
+    sequential: bool
+
+    @property
+    def mix(self) -> str:
+        return f"{self.read_percent}/{100 - self.read_percent}"
+
+
+@dataclass(frozen=True)
+class PtsLoop:
+    """One SNIA PTS round loop of a run (run.json ``pts.<name>``, written round by round by
+    stages/pts.py): every round's figures per workload, the tracking variable's steady
+    state, and the measurement window: the five rounds that were steady, or the last five
+    when the loop ran out of rounds (marked not steady)."""
+
+    name: str  # "iops", "latency", "throughput-1m", ...
+    test: str  # iops | latency | throughput
+    block_size: str | None  # throughput's
+    round_s: int
+    max_rounds: int
+    tracking: str  # the workload whose metric decides steady state
+    metric: str  # iops | mib_s | lat_mean_us
+    workloads: tuple[LoopWorkload, ...]
+    rounds: tuple[dict[str, dict[str, float | None]], ...]  # round -> workload -> figures
+    reached: bool | None  # None: the loop did not end (the run was cut short)
+    window: tuple[int, int] | None  # first and last round (1-based) of the window
+    skipped: tuple[str, ...] = ()
+    window_mean: float | None = None
+    window_range: float | None = None
+    window_slope_excursion: float | None = None
+
+    def tracked(self) -> list[float | None]:
+        return [r.get(self.tracking, {}).get(self.metric) for r in self.rounds]
+
+    def window_figures(self) -> dict[str, dict[str, float | None]]:
+        """Each workload's figures over the window: the mean of its rounds, the maximum
+        for the maximum latency; empty without a window."""
+        if self.window is None:
+            return {}
+        chosen = self.rounds[self.window[0] - 1:self.window[1]]
+        out: dict[str, dict[str, float | None]] = {}
+        for w in self.workloads:
+            figs: dict[str, float | None] = {}
+            for key in ROUND_FIGURES:
+                vals = [v for r in chosen if (v := r.get(w.name, {}).get(key)) is not None]
+                if not vals:
+                    figs[key] = None
+                else:
+                    figs[key] = max(vals) if key == "lat_max_us" else sum(vals) / len(vals)
+            out[w.name] = figs
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "test": self.test, "block_size": self.block_size,
+                "round_s": self.round_s, "rounds": len(self.rounds),
+                "max_rounds": self.max_rounds, "tracking": self.tracking,
+                "metric": self.metric, "reached": self.reached,
+                "window": list(self.window) if self.window else None,
+                "window_mean": self.window_mean, "window_range": self.window_range,
+                "window_slope_excursion": self.window_slope_excursion,
+                "skipped": list(self.skipped), "window_figures": self.window_figures()}
+
+
+class LoopRecordError(ValueError):
+    """run.json's ``pts`` entry is not what stages/pts.py writes."""
+
+
+def _num(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise LoopRecordError(f"{what} is {value!r}, not a number")
+    if value < 0:
+        raise LoopRecordError(f"{what} is {value!r}, below zero")
+    return float(value)
+
+
+def _whole(value: Any, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise LoopRecordError(f"{what} is {value!r}, not a whole number from {low} to {high}")
+    return value
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > 64:
+        raise LoopRecordError(f"{what} is {value!r}, not a short name")
+    return value
+
+
+def pts_loop(name: str, entry: Any) -> PtsLoop:
+    """The loop from its run.json entry, checked field by field (a record is untrusted
+    input: a damaged or edited one raises :class:`LoopRecordError` naming the field)."""
+    at = f"pts.{name}"
+    if not isinstance(entry, dict):
+        raise LoopRecordError(f"{at} is not an object")
+    test = entry.get("test")
+    if test not in ("iops", "latency", "throughput"):
+        raise LoopRecordError(f"{at}.test is {test!r}")
+    metric = entry.get("metric")
+    if metric not in LOOP_METRICS:
+        raise LoopRecordError(f"{at}.metric is {metric!r}")
+    round_s = _whole(entry.get("round_s"), f"{at}.round_s", 1, 3600)
+    max_rounds = _whole(entry.get("max_rounds"), f"{at}.max_rounds", 5, 100)
+    tracking = _text(entry.get("tracking"), f"{at}.tracking")
+    raw_wl = entry.get("workloads")
+    if not isinstance(raw_wl, list) or not raw_wl:
+        raise LoopRecordError(f"{at}.workloads is not a list of workloads")
+    workloads = []
+    for i, w in enumerate(raw_wl):
+        if not isinstance(w, dict):
+            raise LoopRecordError(f"{at}.workloads[{i}] is not an object")
+        workloads.append(LoopWorkload(
+            _text(w.get("name"), f"{at}.workloads[{i}].name"),
+            _whole(w.get("read_percent"), f"{at}.workloads[{i}].read_percent", 0, 100),
+            _text(w.get("block_size"), f"{at}.workloads[{i}].block_size"),
+            bool(w.get("sequential"))))
+    names = {w.name for w in workloads}
+    if tracking not in names:
+        raise LoopRecordError(f"{at}.tracking {tracking!r} is not one of its workloads")
+    raw_rounds = entry.get("rounds")
+    if not isinstance(raw_rounds, list) or len(raw_rounds) > max_rounds:
+        raise LoopRecordError(f"{at}.rounds is not a list of at most {max_rounds} rounds")
+    rounds: list[dict[str, dict[str, float | None]]] = []
+    for i, r in enumerate(raw_rounds):
+        figs = r.get("workloads") if isinstance(r, dict) else None
+        if not isinstance(figs, dict) or set(figs) != names:
+            raise LoopRecordError(f"{at}.rounds[{i}] does not hold every workload once")
+        rounds.append({wn: {k: _num(f.get(k) if isinstance(f, dict) else None,
+                                    f"{at}.rounds[{i}].{wn}.{k}") for k in ROUND_FIGURES}
+                       for wn, f in figs.items()})
+    steady = entry.get("steady")
+    reached: bool | None = None
+    window: tuple[int, int] | None = None
+    mean = rng = excursion = None
+    if isinstance(steady, dict):
+        reached = steady.get("reached") is True
+        first = _whole(steady.get("first_round"), f"{at}.steady.first_round", 1, max_rounds)
+        last = _whole(steady.get("last_round"), f"{at}.steady.last_round", first,
+                      len(rounds) or 1)
+        if last > len(rounds):
+            raise LoopRecordError(f"{at}.steady names round {last} of {len(rounds)}")
+        window = (first, last)
+        if reached:
+            mean = _num(steady.get("mean"), f"{at}.steady.mean")
+            rng = _num(steady.get("range"), f"{at}.steady.range")
+            excursion = _num(steady.get("slope_excursion"), f"{at}.steady.slope_excursion")
+    elif steady is not None:
+        raise LoopRecordError(f"{at}.steady is not an object")
+    elif len(rounds) >= 5:  # cut short: the last five measured, marked not steady
+        window = (len(rounds) - 4, len(rounds))
+    skipped = entry.get("skipped") or []
+    if not isinstance(skipped, list) or not all(isinstance(s, str) for s in skipped):
+        raise LoopRecordError(f"{at}.skipped is not a list of notes")
+    bs = entry.get("block_size")
+    return PtsLoop(name, test, bs if isinstance(bs, str) else None, round_s, max_rounds,
+                   tracking, metric, tuple(workloads), tuple(rounds), reached, window,
+                   tuple(s[:200] for s in skipped), mean, rng, excursion)

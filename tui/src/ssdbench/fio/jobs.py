@@ -16,6 +16,7 @@ in the totals and the strict coverage check (docs/engine.md "Odd spans").
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,14 +159,17 @@ def _sequential(
     return head, "\n".join(lines) + "\n"
 
 
-def fill_job(target: JobTarget, *, block_size: str = "128k", passes: int = 1) -> JobFile:
+def fill_job(target: JobTarget, *, block_size: str = "128k", passes: int = 1,
+             stage: str = "fill") -> JobFile:
     """Sequential incompressible writes over every byte of the span, ``passes`` times
     (a span that is not a multiple of ``block_size`` gets a tail job, see above)."""
+    if passes < 1:
+        raise ValueError("a fill writes the span at least once")
     extra: list[tuple[str, object]] = [("loops", passes), *FRESH_DATA]
-    head, tail = _sequential("fill", target, block_size, "write", extra)
-    options = [*head, *extra, *_bw_log("fill")]
-    text = _render("fill", target, options, f"sequential fill, {passes} pass(es)", True)
-    return JobFile("fill", text + tail, "write", None, target.span_bytes * passes)
+    head, tail = _sequential(stage, target, block_size, "write", extra)
+    options = [*head, *extra, *_bw_log(stage)]
+    text = _render(stage, target, options, f"sequential fill, {passes} pass(es)", True)
+    return JobFile(stage, text + tail, "write", None, target.span_bytes * passes)
 
 
 def _random_writes(block_size: str) -> list[tuple[str, object]]:
@@ -312,3 +316,69 @@ def randread_job(
     ]
     text = _render("randread", target, options, f"random read, {seconds} s", False)
     return JobFile("randread", text, "read", seconds, None, read_only=True, io_size=io_size)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload of a SNIA PTS round: a read share, a block size, random or sequential,
+    and its queue depth (None: the target's)."""
+
+    read_percent: int  # 100: reads only, 0: writes only
+    block_size: str  # fio's form: 4k, 1m, 512
+    sequential: bool = False
+    iodepth: int | None = None
+
+    @property
+    def mix(self) -> str:
+        """The PTS's R/W mix label, e.g. ``65/35``."""
+        return f"{self.read_percent}/{100 - self.read_percent}"
+
+    @property
+    def name(self) -> str:
+        """fio's job name and the record's key, e.g. ``rnd-4k-65_35``."""
+        kind = "seq" if self.sequential else "rnd"
+        return f"{kind}-{self.block_size}-{self.read_percent}_{100 - self.read_percent}"
+
+    def options(self) -> list[tuple[str, object]]:
+        if not 0 <= self.read_percent <= 100:
+            raise ValueError(f"a read share is 0..100 %, got {self.read_percent}")
+        prefix = "" if self.sequential else "rand"
+        if self.read_percent == 100:
+            rw: list[tuple[str, object]] = [("rw", f"{prefix}read")]
+        elif self.read_percent == 0:
+            rw = [("rw", f"{prefix}write")]
+        else:
+            rw = [("rw", f"{prefix}rw"), ("rwmixread", self.read_percent)]
+        depth = [] if self.iodepth is None else [("iodepth", self.iodepth)]
+        spread = [] if self.sequential else [("norandommap", 1)]
+        return [*rw, ("bs", self.block_size), *depth, ("size", "100%"), *spread]
+
+
+def rounds_job(target: JobTarget, *, stage: str, workloads: Sequence[Workload],
+               seconds: int) -> JobFile:
+    """One round of a SNIA PTS test: each workload for ``seconds``, one after the other
+    (fio ``stonewall``: a group each, so fio's JSON has one entry per workload, in order),
+    with fresh incompressible data and fio's five-nines completion latency."""
+    if not workloads:
+        raise ValueError("a round needs at least one workload")
+    if seconds < 1:
+        raise ValueError("a round's workload lasts at least one second")
+    names = [w.name for w in workloads]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a workload appears twice in a round: {names}")
+    writes = any(w.read_percent < 100 for w in workloads)
+    head = _render(stage, target, [], f"SNIA PTS round: {len(workloads)} workloads of "
+                   f"{seconds} s", writes)
+    # _render ends with the stage's own (empty) section: the workloads are the sections
+    lines = head.rstrip("\n").splitlines()[:-1]
+    while lines and not lines[-1]:
+        lines.pop()
+    common: list[tuple[str, object]] = [*FRESH_DATA, ("time_based", 1),
+                                        ("runtime", f"{seconds}s"),
+                                        ("percentile_list", "99:99.99:99.999")]
+    for w in workloads:
+        lines += ["", f"[{w.name}]", "stonewall"]
+        lines += [f"{k}={v}" for k, v in (*w.options(), *common)]
+    direction = "write" if writes else "read"
+    return JobFile(stage, "\n".join(lines) + "\n", direction, seconds * len(workloads), None,
+                   read_only=not writes)

@@ -91,6 +91,12 @@ class DirStats:
     runtime_ms: int
     bw_kib_s: float
     iops: float
+    # total latency (submission to completion) of the whole job, in microseconds, and the
+    # completion latency's five-nines percentile (fio's own histogram, percentile_list); None
+    # when fio reported none (no I/O in this direction, or not asked for)
+    lat_mean_us: float | None = None
+    lat_max_us: float | None = None
+    clat_p99999_us: float | None = None
 
     @classmethod
     def parse(cls, obj: object) -> DirStats:
@@ -98,13 +104,27 @@ class DirStats:
         if not isinstance(obj, Mapping):
             raise FioOutputError(f"fio JSON: a direction is a {type(obj).__name__}, not an "
                                  "object")
+        total_ios = _int(obj.get("total_ios", 0), "total_ios")
+        lat = obj.get("lat_ns") if total_ios > 0 else None
+        lat = lat if isinstance(lat, Mapping) else {}
+        clat = obj.get("clat_ns") if total_ios > 0 else None
+        pct = clat.get("percentile") if isinstance(clat, Mapping) else None
+        pct = pct if isinstance(pct, Mapping) else {}
         return cls(
             io_bytes=_int(obj.get("io_bytes", 0), "io_bytes"),
-            total_ios=_int(obj.get("total_ios", 0), "total_ios"),
+            total_ios=total_ios,
             runtime_ms=_int(obj.get("runtime", 0), "runtime"),
             bw_kib_s=_float(obj.get("bw", 0.0), "bw"),
             iops=_float(obj.get("iops", 0.0), "iops"),
+            lat_mean_us=_us(lat.get("mean"), "lat_ns.mean"),
+            lat_max_us=_us(lat.get("max"), "lat_ns.max"),
+            clat_p99999_us=_us(pct.get("99.999000"), "clat_ns.percentile.99.999000"),
         )
+
+
+def _us(value: object, what: str) -> float | None:
+    """Nanoseconds from fio's JSON as microseconds; None when absent."""
+    return None if value is None else _float(value, what) / 1000
 
 
 def _float(value: object, what: str) -> float:

@@ -94,7 +94,8 @@ class EventLines:
                     rates = [result.mib_s] if result.mib_s is not None else rates
                     iops = [result.iops] if result.iops is not None else iops
                 if ev.state == "done" and ev.stage.startswith(("torture", "randread", "wsat",
-                                                               "hir")) and iops:
+                                                               "hir", "iops", "latency")) \
+                        and iops:
                     line += f" {sum(iops) / len(iops):,.0f} IOPS"
                 elif ev.state == "done" and rates:
                     line += f" {sum(rates) / len(rates):.1f} MiB/s"

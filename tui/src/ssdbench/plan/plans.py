@@ -10,7 +10,7 @@ plan that mixes read-only and destructive runs raises :class:`PlanError` naming 
     torture_seconds = 60
     [[runs]]
     kind = "consistency"        # consistency | trim | diagnose | erase | grade | authenticity
-                                # | wsat | hir
+                                # | wsat | hir | iops | throughput | latency
     op_percent = 25             # consistency only; 0..90
 """
 
@@ -26,8 +26,10 @@ from typing import Any
 from ssdbench.results.layout import run_name
 from ssdbench.stages.params import ParamError, RunParams, load_config, parse_set
 
-PRESETS = ("review", "quick", "trim", "diagnose", "erase", "grade", "intake", "wsat", "hir")
-KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity", "wsat", "hir")
+PRESETS = ("review", "quick", "trim", "diagnose", "erase", "grade", "intake", "wsat", "hir",
+           "iops", "throughput", "latency")
+KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity", "wsat", "hir",
+         "iops", "throughput", "latency")
 READ_ONLY_KINDS = ("diagnose", "grade")  # never open the drive for writing
 _PLAN_KEYS = {"name", "description", "params", "runs"}
 _RUN_KEYS = {"kind", "op_percent"}
@@ -40,6 +42,7 @@ class PlanError(ValueError):
 @dataclass(frozen=True)
 class RunSpec:
     kind: str  # consistency | trim | diagnose | erase | grade | authenticity | wsat | hir
+    # | iops | throughput | latency
     op_percent: int = 0
 
     @property

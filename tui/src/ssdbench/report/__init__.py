@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ssdbench.analysis.trim import TRIM_PHASES
+from ssdbench.report.charts import MB_PER_MIB
 from ssdbench.report.load import (
     RunData,
     drive_dirs,
@@ -146,6 +147,11 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
         if np.isfinite(s["lat_mean_us"]).any():
             out.append(ch.latency_chart(s["time_s"], s, s["iops"], title=title,
                                         scale=scales.latency, workload=workload, svg=svg))
+    for loop in run.pts:
+        if loop.rounds:
+            out.append(ch.pts_convergence_chart(loop, title=title, svg=svg))
+        if loop.test == "iops" and loop.window is not None:
+            out.append(ch.pts_iops_chart(loop, title=title, svg=svg))
     if data.fill is not None and run.fill is not None and run.fill.mean_mib_s is not None:
         f = data.fill
         out.append(ch.fill_chart(
@@ -202,6 +208,34 @@ def wsat_csvs(iops: Any, w: Any) -> dict[str, str]:
     return {"wsat.csv": "\n".join(lines) + "\n", "wsat-rounds.csv": "\n".join(rounds) + "\n"}
 
 
+PTS_CSV_COLUMNS = ("workload", "read_percent", "block_size", "sequential", "iops", "mb_s",
+                   "lat_mean_us", "lat_p99999_us", "lat_max_us")
+
+
+def pts_csvs(loop: Any) -> dict[str, str]:
+    """pts-<loop>.csv (each workload over the measurement window: the rounds' mean, the
+    maximum of the maximum latency) and pts-<loop>-rounds.csv (each round, each workload);
+    MB/s in decimal units, latencies in microseconds."""
+    def row(w: Any, f: dict[str, float | None]) -> str:
+        def cell(key: str, digits: int, scale: float = 1.0) -> str:
+            v = f.get(key)
+            return "" if v is None else f"{v * scale:.{digits}f}"
+        return (f"{w.name},{w.read_percent},{w.block_size},{int(w.sequential)},"
+                f"{cell('iops', 1)},{cell('mib_s', 3, MB_PER_MIB)},{cell('lat_mean_us', 2)},"
+                f"{cell('lat_p99999_us', 2)},{cell('lat_max_us', 2)}")
+
+    state = ("steady" if loop.reached else "not steady") if loop.window else "no window"
+    where = f"rounds {loop.window[0]}-{loop.window[1]}" if loop.window else "none"
+    window = [",".join(PTS_CSV_COLUMNS) + f" (measurement window: {where}, {state})"]
+    figs = loop.window_figures()
+    window += [row(w, figs[w.name]) for w in loop.workloads if w.name in figs]
+    rounds = ["round," + ",".join(PTS_CSV_COLUMNS) + f" (rounds of {loop.round_s} s)"]
+    rounds += [f"{i},{row(w, r.get(w.name, {}))}" for i, r in enumerate(loop.rounds, 1)
+               for w in loop.workloads]
+    return {f"pts-{loop.name}.csv": "\n".join(window) + "\n",
+            f"pts-{loop.name}-rounds.csv": "\n".join(rounds) + "\n"}
+
+
 def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
     """Analyse every run of a drive folder, write its charts (PNG + SVG) into the run
     folders, ``run.json["analysis"]`` (atomically) and ``report.html``."""
@@ -248,6 +282,13 @@ def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
                     written.append(data.run_dir / name)
             except OSError as exc:
                 problems.append(f"{run.run}: PTS tables not written: {exc}")
+        for loop in run.pts:
+            try:
+                for name, text in pts_csvs(loop).items():
+                    atomic.write_text(data.run_dir / name, text)
+                    written.append(data.run_dir / name)
+            except OSError as exc:
+                problems.append(f"{run.run}: PTS tables of {loop.name} not written: {exc}")
         if data.meta and (data.run_dir / "run.json").is_file():
             meta = dict(data.meta)
             meta["analysis"] = run.to_dict()

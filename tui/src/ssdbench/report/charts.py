@@ -1025,3 +1025,84 @@ def temperature_figure(series: Mapping[str, tuple[FloatArray, FloatArray]], *, t
 def temperature_chart(series: Mapping[str, tuple[FloatArray, FloatArray]], *,
                       svg: bool = True, **kwargs: Any) -> Chart:
     return _render(temperature_figure(series, **kwargs), kwargs["name"], svg)
+
+
+PTS_METRIC_LABEL = {"iops": "IOPS", "mib_s": "MB/s", "lat_mean_us": "mean latency (µs)"}
+
+
+def pts_convergence_figure(loop: Any, *, title: str) -> Figure:
+    """A SNIA PTS loop's steady-state convergence: the tracking variable of every round
+    (MB/s in decimal units), the measurement window shaded, its mean, and
+    dotted lines at ±10% of it (the PTS's range limit is 20% of the mean)."""
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    scale = MB_PER_MIB if loop.metric == "mib_s" else 1.0
+    values = [np.nan if v is None else v * scale for v in loop.tracked()]
+    rounds = np.arange(1, len(values) + 1)
+    ax.plot(rounds, values, marker="o", markersize=6, linewidth=1.5, color=POINT,
+            label=f"{loop.tracking} per round")
+    if loop.window is not None:
+        a, b = loop.window
+        ax.axvspan(a - 0.5, b + 0.5, color="#2ca02c" if loop.reached else "#d62728",
+                   alpha=0.10, label="measurement window" + ("" if loop.reached
+                                                             else " (NOT steady)"))
+        inside = [v for v in values[a - 1:b] if np.isfinite(v)]
+        if inside:
+            mean = float(np.mean(inside))
+            ax.hlines(mean, a - 0.5, b + 0.5, color="#444444", linewidth=1.5,
+                      label=f"window mean {si(mean)}")
+            for k, style in ((1.1, ":"), (0.9, ":")):
+                ax.hlines(mean * k, a - 0.5, b + 0.5, color="#777777", linestyle=style,
+                          linewidth=1.0)
+    ax.set_xlim(0.5, max(len(values), 5) + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    finite = [v for v in values if np.isfinite(v)]
+    ax.set_ylim(0, nice_top(max(finite) * 1.15) if finite else 1.0)
+    ax.yaxis.set_major_formatter(si)
+    ax.set_xlabel(f"Round ({loop.round_s} s of each workload; at most {loop.max_rounds})",
+                  fontsize=12)
+    ax.set_ylabel(PTS_METRIC_LABEL.get(loop.metric, loop.metric), fontsize=12)
+    _suptitle(fig, f"{title}\nSNIA PTS {loop.name}: steady-state convergence of "
+                   f"{loop.tracking} (dotted: the window mean ±10%)")
+    _legend_above(ax)
+    return fig
+
+
+def pts_convergence_chart(loop: Any, *, svg: bool = True, **kwargs: Any) -> Chart:
+    return _render(pts_convergence_figure(loop, **kwargs), f"pts-{loop.name}-convergence", svg)
+
+
+def pts_iops_figure(loop: Any, *, title: str) -> Figure:
+    """The PTS IOPS matrix in 2D: IOPS against block size (log scales), a line per R/W mix,
+    from the measurement window's means."""
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    figs = loop.window_figures()
+    sizes = list(dict.fromkeys(w.block_size for w in loop.workloads))
+    mixes = list(dict.fromkeys(w.read_percent for w in loop.workloads))
+    x = {bs: i for i, bs in enumerate(reversed(sizes))}  # smallest block on the left
+    drawn = [v for f in figs.values() if (v := f.get("iops"))]
+    _log_y(ax, log_scale(np.asarray(drawn or [1.0], dtype=np.float64), robust=False))
+    for i, read in enumerate(mixes):
+        pts = [(x[w.block_size], figs.get(w.name, {}).get("iops")) for w in loop.workloads
+               if w.read_percent == read]
+        pts = sorted((a, b) for a, b in pts if b)
+        if pts:
+            ax.plot([a for a, _ in pts], [b for _, b in pts], marker="o", markersize=5,
+                    linewidth=1.5, color=HIR_COLOURS[i % len(HIR_COLOURS)],
+                    label=f"{read}/{100 - read}")
+    ax.set_xticks(list(x.values()), [size_text(bs) for bs in x])
+    ax.set_xlabel("Block size", fontsize=12)
+    ax.set_ylabel("IOPS (log scale)", fontsize=12)
+    state = "steady" if loop.reached else "NOT steady"
+    where = (f"rounds {loop.window[0]}–{loop.window[1]}, {state}" if loop.window
+             else "no measurement window")
+    _suptitle(fig, f"{title}\nSNIA PTS IOPS by block size and R/W mix (read/write %; {where})")
+    _legend_above(ax)
+    return fig
+
+
+def pts_iops_chart(loop: Any, *, svg: bool = True, **kwargs: Any) -> Chart:
+    return _render(pts_iops_figure(loop, **kwargs), f"pts-{loop.name}-matrix", svg)

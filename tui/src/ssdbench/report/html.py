@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from ssdbench import __version__
 from ssdbench.grade.capacity import FAKE_VERDICTS
-from ssdbench.report.charts import MB_PER_MIB, Chart
+from ssdbench.report.charts import MB_PER_MIB, Chart, size_text
 from ssdbench.report.model import RunAnalysis, run_warnings
 from ssdbench.report.summary import SUMMARY_COLUMNS
 from ssdbench.units import binary_size, decimal_size
@@ -316,6 +316,72 @@ def _hir_html(run: RunAnalysis) -> str:
         "hir-base-&lt;s&gt;.csv.</p>"
 
 
+PTS_TITLES = {"iops": "IOPS (SNIA PTS): R/W mix × block size",
+              "latency": "Latency at queue depth 1 (SNIA PTS)",
+              "throughput": "Throughput, {bs} sequential (SNIA PTS)"}
+PTS_METRICS = {"iops": "IOPS", "mib_s": "MB/s", "lat_mean_us": "mean latency"}
+
+
+def _ms(us: float | None) -> str:
+    return "—" if us is None else f"{us / 1000:,.3f}"
+
+
+def _pts_steady(loop: Any) -> str:
+    what = f"{esc(loop.tracking)}'s {PTS_METRICS.get(loop.metric, loop.metric)}"
+    scale = MB_PER_MIB if loop.metric == "mib_s" else 1.0
+    if loop.window is None:
+        return (f"<p>Fewer than five rounds of {loop.round_s} s were measured: no measurement "
+                f"window ({len(loop.rounds)} rounds; the run was cut short).</p>")
+    a, b = loop.window
+    if loop.reached and loop.window_mean:
+        m = loop.window_mean
+        return (f"<p>Steady state of {what} ({loop.round_s}-s rounds): <b>reached in rounds "
+                f"{a}–{b}</b> of at most {loop.max_rounds}: mean {num(m * scale)}, range "
+                f"{(loop.window_range or 0) / m:.1%} of the mean (the PTS allows 20%), slope "
+                f"excursion {(loop.window_slope_excursion or 0) / m:.1%} (10%). The tables "
+                "are those five rounds' means (the maximum latency their maximum).</p>")
+    if loop.reached is False:
+        return (f"<p><b>NOT steady</b>: {what} did not settle within {len(loop.rounds)} "
+                f"rounds of {loop.round_s} s (the plan's limit, the PTS's is 25): the tables "
+                f"are rounds {a}–{b}, marked not steady.</p>")
+    return (f"<p>The loop did not end (the run was cut short after {len(loop.rounds)} "
+            f"rounds): rounds {a}–{b} are shown, not a measurement window.</p>")
+
+
+def _pts_html(run: RunAnalysis) -> str:
+    """Each SNIA PTS round loop: its steady state and its measurement window's table."""
+    out = ""
+    for loop in run.pts:
+        out += f"<h3>{esc(PTS_TITLES[loop.test].format(bs=size_text(loop.block_size or '')))}"
+        out += "</h3>" + _pts_steady(loop)
+        figs = loop.window_figures()
+        wl = loop.workloads
+        if figs and loop.test == "iops":
+            sizes = list(dict.fromkeys(w.block_size for w in wl))
+            mixes = list(dict.fromkeys(w.mix for w in wl))
+            cells = {(w.block_size, w.mix): figs[w.name]["iops"] for w in wl}
+            out += table(["block size", *(f"{m} R/W" for m in mixes)],
+                         [[size_text(bs), *(num(cells.get((bs, m)), 0) for m in mixes)]
+                          for bs in sizes])
+        elif figs and loop.test == "throughput":
+            out += table(["block size", "read MB/s", "write MB/s"], [[
+                size_text(loop.block_size or ""),
+                *(num(None if (v := figs[w.name]["mib_s"]) is None else v * MB_PER_MIB)
+                  for w in wl)]])
+        elif figs:
+            out += table(["block size", "R/W mix", "IOPS", "mean (ms)", "five nines (ms)",
+                          "maximum (ms)"],
+                         [[size_text(w.block_size), w.mix, num(figs[w.name]["iops"], 0),
+                           _ms(figs[w.name]["lat_mean_us"]), _ms(figs[w.name]["lat_p99999_us"]),
+                           _ms(figs[w.name]["lat_max_us"])] for w in wl])
+        for note in loop.skipped:
+            out += f"<p class=\"small\">Left out: {esc(note)}.</p>"
+        out += (f"<p class=\"small\">The table: pts-{esc(loop.name)}.csv; every round: "
+                f"pts-{esc(loop.name)}-rounds.csv; fio's own: jobs/{esc(loop.name)}-rNN.fio, "
+                f"fio/{esc(loop.name)}-rNN.json.</p>")
+    return out
+
+
 def _trim_html(run: RunAnalysis, meta: dict[str, Any]) -> str:
     t = run.trim
     if t is None:
@@ -568,7 +634,8 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
     out += problems_html(run.problems) + warnings_html(run_warnings(meta))
     out += kv_table([("started", meta.get("started")), ("finished", meta.get("finished")),
                      ("target", target_text(meta.get("target")))])
-    out += _wsat_html(run) + _hir_html(run) + _stats_rows(run) + _fill_html(run)
+    out += _pts_html(run) + _wsat_html(run) + _hir_html(run) + _stats_rows(run)
+    out += _fill_html(run)
     out += _trim_html(run, meta)
     out += authenticity_html(meta) + grade_html(meta) + health_html(meta, rel)
     out += environment_html(meta)

@@ -21,7 +21,15 @@ from ssdbench.analysis import (
     trim_verdict,
 )
 from ssdbench.analysis.iops import ROUND_S
-from ssdbench.analysis.pts import Hir, Wsat, hir_state, wsat
+from ssdbench.analysis.pts import (
+    Hir,
+    LoopRecordError,
+    PtsLoop,
+    Wsat,
+    hir_state,
+    pts_loop,
+    wsat,
+)
 from ssdbench.analysis.trim import TRIM_PHASES
 from ssdbench.fio.jobs import parse_block_size
 from ssdbench.fio.logs import DDIR, hist_counts, load_hist_log
@@ -48,6 +56,7 @@ class RunAnalysis:
     unreadable: tuple[str, ...] = ()  # files of the run there but not readable (damaged)
     wsat: Wsat | None = None  # a WSAT run's IOPS against the gigabytes written
     hir: Hir | None = None  # a HIR run's idle periods
+    pts: tuple[PtsLoop, ...] = ()  # a PTS IOPS, throughput or latency run's round loops
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +76,7 @@ class RunAnalysis:
             "unreadable": list(self.unreadable),
             "wsat": self.wsat.to_dict() if self.wsat else None,
             "hir": self.hir.to_dict() if self.hir else None,
+            "pts": [loop.to_dict() for loop in self.pts],
         }
 
 
@@ -159,10 +169,14 @@ def analyse(data: RunData) -> RunAnalysis:
     if kind == "hir":
         hir_view = _hir(data.run_dir, meta, wsat_view)
         problems += list(hir_view.notes) if state == "done" else []
+    loops, loop_problems = pts_loops(meta, kind, state)
+    problems += loop_problems
     if data.fill is not None:
         fill = fill_stats(data.fill["mib_s"], data.fill["gib_written"])
     elif kind == "consistency":
         problems.append("fill.csv is missing")
+    elif kind in PTS_LOOP_KINDS and not isinstance((meta.get("wipc") or {}).get("fill"), dict):
+        problems.append("run.json says nothing of the preconditioning (wipc)")
     if kind == "trim" or data.probes:
         p = data.probes
         trim = trim_verdict(*(p[ph].mib_s if ph in p else None for ph in TRIM_PHASES),
@@ -178,7 +192,32 @@ def analyse(data: RunData) -> RunAnalysis:
     complete = state == "done" and not problems
     return RunAnalysis(data.name, kind, state, complete, tuple(problems), op, start, iops,
                        latency, steady_latency, fill, trim, data.unreadable, wsat_view,
-                       hir_view)
+                       hir_view, loops)
+
+
+PTS_LOOP_KINDS = ("iops", "latency", "throughput")
+
+
+def pts_loops(meta: dict[str, Any], kind: str, state: str) -> tuple[tuple[PtsLoop, ...],
+                                                                    list[str]]:
+    """The round loops in run.json ``pts`` and the problems found: an entry that does not
+    parse, a loop a finished run left unfinished, a PTS run without its loops."""
+    raw = meta.get("pts")
+    problems: list[str] = []
+    loops: list[PtsLoop] = []
+    if raw is not None and not isinstance(raw, dict):
+        return (), ["run.json pts is not an object: no PTS tables"]
+    for name, entry in (raw or {}).items():
+        try:
+            loops.append(pts_loop(str(name), entry))
+        except LoopRecordError as exc:
+            problems.append(f"run.json {exc}: that loop is left out")
+    if state == "done":
+        problems += [f"PTS loop {loop.name} did not finish its rounds" for loop in loops
+                     if loop.reached is None]
+        if kind in PTS_LOOP_KINDS and not loops and not problems:
+            problems.append("run.json has no PTS round loops")
+    return tuple(loops), problems
 
 
 def _hir(run_dir: Path, meta: dict[str, Any], w: Wsat | None) -> Hir:

@@ -60,6 +60,16 @@ class RunParams:
     each (the PTS: 360; the full test then runs about 15.5 h after its preconditioning)."""
     hir_burst_seconds: int = 5
     """HIR: the length of each burst of 4 KiB random writes (the PTS: 5 s)."""
+    pts_max_rounds: int = 25
+    """SNIA PTS IOPS, throughput and latency tests: rounds at most before the measurement
+    window is taken from the last five, marked not steady (the PTS: 25; 5 to 100)."""
+    pts_block_sizes: str = "1m,128k,64k,32k,16k,8k,4k,512"
+    """SNIA PTS IOPS and latency tests: the block sizes they run, from the PTS's 1m, 128k,
+    64k, 32k, 16k, 8k, 4k and 512 (4k always: the tracking workload); the latency test runs
+    those of its 8k, 4k and 512. Fewer: a shorter variant. (Throughput runs 1m and 128k.)"""
+    pts_wipc_passes: int = 2
+    """SNIA PTS: workload-independent preconditioning, passes of 128 KiB sequential writes
+    over the span after the purge (the PTS: 2; 0: none, the report says so)."""
     steady_round_s: int = 60
     """SNIA steady state: the length of one round (s). 60 is the PTS's one minute; shorter
     rounds (tests, a quick look) reach a verdict sooner and the report names their length."""
@@ -135,6 +145,11 @@ class RunParams:
         return parse_waits(self.hir_waits)
 
     @property
+    def pts_block_size_list(self) -> tuple[str, ...]:
+        """``pts_block_sizes`` as fio block sizes (validated when set)."""
+        return parse_pts_block_sizes(self.pts_block_sizes)
+
+    @property
     def probe_bytes(self) -> int:
         return int(self.probe_gib * 1024**3)
 
@@ -169,7 +184,8 @@ class RunParams:
 
 _FIELDS = {f.name: f for f in fields(RunParams)}
 _POSITIVE_INT = {"torture_seconds", "trim_torture_seconds", "fill_passes", "iodepth",
-                 "steady_round_s", "wsat_seconds", "hir_repetitions", "hir_burst_seconds",
+                 "steady_round_s", "pts_max_rounds", "wsat_seconds", "hir_repetitions",
+                 "hir_burst_seconds",
                  "status_timeout_s", "random_read_seconds", "chart_iops_top",
                  "grade_reallocated_scrap", "grade_reported_uncorrectable_scrap",
                  "grade_media_errors_scrap", "grade_wear_note_percent",
@@ -186,7 +202,7 @@ def _convert(key: str, value: object, source: str) -> object:
         return ParamError(f"{source}: key {key!r}: expected {form}, got {value!r}")
 
     if key in _POSITIVE_INT or key in ("op_percent", "hist_coarseness", "steady_start_s",
-                                       "trim_idle_seconds"):
+                                       "trim_idle_seconds", "pts_wipc_passes"):
         if isinstance(value, bool):
             raise bad("a whole number")
         if isinstance(value, str):
@@ -202,6 +218,10 @@ def _convert(key: str, value: object, source: str) -> object:
             raise bad("a percentage from 0 to 90")
         if key == "steady_round_s" and value > 3600:
             raise bad("a whole number of seconds from 1 to 3600")
+        if key == "pts_max_rounds" and not 5 <= value <= 100:
+            raise bad("a whole number of rounds from 5 to 100")
+        if key == "pts_wipc_passes" and not 0 <= value <= 10:
+            raise bad("a whole number of passes from 0 to 10")
         if key == "hist_coarseness" and not 0 <= value <= 6:
             raise bad("a whole number from 0 to 6")
         if key in ("steady_start_s", "trim_idle_seconds") and value < 0:
@@ -246,6 +266,12 @@ def _convert(key: str, value: object, source: str) -> object:
         except ValueError as exc:
             raise bad(f"idle periods in seconds separated by commas, e.g. 5,10,15,25,50 "
                       f"({exc})") from None
+    if key == "pts_block_sizes":
+        try:
+            return ",".join(parse_pts_block_sizes(value))
+        except ValueError as exc:
+            raise bad(f"block sizes of the PTS separated by commas, e.g. 128k,4k ({exc})"
+                      ) from None
     if key == "capacity_check" and value not in ("quick", "full"):
         raise bad("quick or full")
     if key == "psid" and value == PSID_GIVEN:
@@ -258,6 +284,25 @@ def _convert(key: str, value: object, source: str) -> object:
         except ValueError as exc:
             raise ParamError(f"{source}: key 'psid': {exc}") from None
     return value
+
+
+PTS_BLOCK_SIZES = ("1m", "128k", "64k", "32k", "16k", "8k", "4k", "512")
+
+
+def parse_pts_block_sizes(text: str) -> tuple[str, ...]:
+    """"4k, 128K" -> ("128k", "4k"): the PTS's block sizes named (1m, 128k, 64k, 32k, 16k,
+    8k, 4k, 512; "1024k" is 1m, "0.5k" and "512b" are 512), each once, in the PTS's order,
+    4k among them."""
+    aliases = {"1024k": "1m", "512b": "512", "0.5k": "512"}
+    named = [aliases.get(p.strip().lower(), p.strip().lower()) for p in str(text).split(",")]
+    unknown = [n for n in named if n not in PTS_BLOCK_SIZES]
+    if unknown:
+        raise ValueError(f"{unknown[0]!r} is not one of {', '.join(PTS_BLOCK_SIZES)}")
+    if len(set(named)) != len(named):
+        raise ValueError("a block size appears twice")
+    if "4k" not in named:
+        raise ValueError("4k is the tracking workload and must be among them")
+    return tuple(bs for bs in PTS_BLOCK_SIZES if bs in named)
 
 
 def parse_waits(text: str) -> tuple[int, ...]:

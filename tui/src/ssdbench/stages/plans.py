@@ -19,9 +19,11 @@ from ssdbench.stages.measure import (
 )
 from ssdbench.stages.partition import PartitionStage
 from ssdbench.stages.probe import probe_stage
+from ssdbench.stages.pts import THROUGHPUT_BLOCK_SIZES, PtsRoundsStage, WipcStage
 from ssdbench.stages.selftest import SelfTestStage
 
-KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity", "wsat", "hir")
+KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity", "wsat", "hir",
+         "iops", "throughput", "latency")
 
 
 def consistency_stages(*, erase: bool = True, op_percent: int = 0) -> list[Stage]:
@@ -64,6 +66,18 @@ def stages_for(kind: str, *, erase: bool = True, op_percent: int = 0) -> list[St
         stages: list[Stage] = [EraseStage()] if erase else []
         stages += [PartitionStage(0), wsat_stage()]
         return [*stages, HirStage()] if kind == "hir" else stages
+    if kind in ("iops", "latency"):  # SNIA PTS: purge, WIPC, rounds until steady
+        stages = [EraseStage()] if erase else []
+        return [*stages, PartitionStage(0), WipcStage(), PtsRoundsStage(kind, kind)]
+    if kind == "throughput":  # the PTS purges and preconditions again for each block size
+        stages = [EraseStage()] if erase else []
+        stages += [PartitionStage(0)]
+        for i, bs in enumerate(THROUGHPUT_BLOCK_SIZES):
+            again = f"-{bs}" if i else ""
+            if i and erase:
+                stages.append(EraseStage(f"erase{again}"))
+            stages += [WipcStage(f"fill{again}"), PtsRoundsStage(f"throughput-{bs}", kind, bs)]
+        return stages
     if kind == "authenticity":  # destructive: tagged blocks across the claimed span
         return [AuthenticityStage()]
     if kind == "grade":  # read-only: the drive's own counters graded (grade/rules.py)

@@ -118,6 +118,10 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
             if kind == "hir":
                 parts.append((f"{label}/hir", float(hir_seconds(params))))
             continue
+        if kind in PTS_LOOPS:
+            parts += pts_parts(label, kind, span / MIB / write, params,
+                               erase_s=erase_seconds(drive, erase_fallback))
+            continue
         fill = span * params.fill_passes / MIB / write
         probe = min(params.probe_bytes, span / 3) / MIB / write  # three windows
         if kind == "trim":
@@ -131,6 +135,33 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
             parts += [(f"{label}/fill", fill),
                       (f"{label}/torture", float(params.torture_seconds))]
     return Estimate(sum(s for _, s in parts), tuple(parts))
+
+
+PTS_LOOPS = ("iops", "latency", "throughput")
+
+
+def pts_parts(label: str, kind: str, span_write_s: float, params: RunParams, *,
+              erase_s: float) -> list[tuple[str, float]]:
+    """A SNIA PTS round loop at its longest: the WIPC (``pts_wipc_passes`` writes of the
+    span, ``span_write_s`` each), then ``pts_max_rounds`` rounds of every workload for
+    ``steady_round_s`` (a drive steady after five rounds takes a fifth of that); throughput
+    does both for each of its two block sizes, with an erase (``erase_s``) before the
+    second."""
+    from ssdbench.stages.pts import LATENCY_BLOCK_SIZES, THROUGHPUT_BLOCK_SIZES
+
+    sizes = params.pts_block_size_list
+    wipc = params.pts_wipc_passes * span_write_s
+    rounds = params.pts_max_rounds * params.steady_round_s
+    if kind == "iops":
+        return [(f"{label}/wipc", wipc), (f"{label}/rounds", 7.0 * len(sizes) * rounds)]
+    if kind == "latency":
+        lat = [bs for bs in LATENCY_BLOCK_SIZES if bs in sizes]
+        return [(f"{label}/wipc", wipc), (f"{label}/rounds", 3.0 * len(lat) * rounds)]
+    out: list[tuple[str, float]] = []
+    for i, bs in enumerate(THROUGHPUT_BLOCK_SIZES):
+        out += [(f"{label}/erase-{bs}", erase_s)] if i else []
+        out += [(f"{label}/wipc-{bs}", wipc), (f"{label}/rounds-{bs}", 2.0 * rounds)]
+    return out
 
 
 def wsat_seconds(drive: Drive, span: float, params: RunParams,

@@ -1,0 +1,225 @@
+"""The SNIA PTS round loops (IOPS, throughput, latency): rounds of fio workloads, each
+``steady_round_s`` long, until the tracking variable is steady over the last five rounds by
+the PTS rule or ``pts_max_rounds`` rounds are done (docs/pts.md).
+
+Each round is one fio job file (jobs/<stage>-rNN.fio: the workloads one after the other,
+a stonewalled group each) and its JSON (fio/<stage>-rNN.json); every round's figures and the
+loop's state are in run.json ``pts.<stage>`` as soon as the round ends, so a run cut short
+keeps what it measured."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ssdbench.fio import jobs
+from ssdbench.fio.jobs import Workload, parse_block_size
+from ssdbench.fio.runner import LiveStatus, run_fio
+from ssdbench.fio.status import FioJob, FioReport
+from ssdbench.stages.base import RunContext, StageCancelled, StageFailed, with_drive_state
+from ssdbench.stages.measure import FioStage, job_target
+from ssdbench.stages.params import PTS_BLOCK_SIZES
+
+# The PTS-E 2.0 matrix: R/W mixes (read %) by block sizes, largest first as the PTS lists them
+IOPS_MIXES = (100, 95, 65, 50, 35, 5, 0)
+IOPS_BLOCK_SIZES = PTS_BLOCK_SIZES
+LATENCY_MIXES = (100, 65, 0)
+LATENCY_BLOCK_SIZES = ("8k", "4k", "512")
+THROUGHPUT_BLOCK_SIZES = ("1m", "128k")
+TRACKED_BLOCK = "4k"  # IOPS and latency track 4 KiB random writes
+
+
+@dataclass(frozen=True)
+class Loop:
+    """What one round loop runs and tracks."""
+
+    workloads: tuple[Workload, ...]
+    tracking: str  # the workload whose figure decides steady state
+    metric: str  # "iops", "mib_s" or "lat_mean_us"
+    skipped: tuple[str, ...]  # block sizes left out, each with why
+
+
+def loop_for(test: str, block_sizes: Sequence[str], logical_block: int, iodepth: int,
+             throughput_block: str | None = None) -> Loop:
+    """The workloads of ``test`` ("iops", "latency", "throughput"), limited to
+    ``block_sizes`` (plan parameter ``pts_block_sizes``) and to blocks the drive can take
+    (not smaller than its logical block: 512 B on a 4Kn drive is refused by the kernel)."""
+    skipped: list[str] = []
+
+    def usable(sizes: Sequence[str]) -> list[str]:
+        out = []
+        for bs in sizes:
+            if bs not in block_sizes:
+                continue
+            if parse_block_size(bs) < logical_block:
+                skipped.append(f"{bs}: smaller than the drive's {logical_block}-byte "
+                               "logical block")
+                continue
+            out.append(bs)
+        return out
+
+    if test == "iops":
+        sizes = usable(IOPS_BLOCK_SIZES)
+        wl = tuple(Workload(r, bs, iodepth=iodepth) for r in IOPS_MIXES for bs in sizes)
+        return Loop(wl, Workload(0, TRACKED_BLOCK).name, "iops", tuple(skipped))
+    if test == "latency":
+        sizes = usable(LATENCY_BLOCK_SIZES)
+        wl = tuple(Workload(r, bs, iodepth=1) for r in LATENCY_MIXES for bs in sizes)
+        return Loop(wl, Workload(0, TRACKED_BLOCK).name, "lat_mean_us", tuple(skipped))
+    if test == "throughput" and throughput_block is not None:
+        wl = tuple(Workload(r, throughput_block, sequential=True, iodepth=iodepth)
+                   for r in (100, 0))
+        return Loop(wl, wl[1].name, "mib_s", ())
+    raise ValueError(f"unknown PTS round loop {test!r}")
+
+
+def figures(job: FioJob) -> dict[str, float | None]:
+    """One workload's figures from its fio group: IOPS and MiB/s of reads and writes
+    together; the mean latency weighted by each direction's I/Os; the larger maximum and
+    five-nines latency of the two directions."""
+    dirs = [d for d in (job.read, job.write) if d.total_ios > 0]
+    ios = sum(d.total_ios for d in dirs)
+    means = [(d.lat_mean_us, d.total_ios) for d in dirs if d.lat_mean_us is not None]
+    mean = sum(m * n for m, n in means) / sum(n for _, n in means) if means else None
+
+    def worst(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return max(known) if known else None
+
+    return {
+        "iops": sum(d.iops for d in dirs),
+        "mib_s": sum(d.bw_kib_s for d in dirs) / 1024,
+        "ios": float(ios),
+        "lat_mean_us": mean,
+        "lat_max_us": worst([d.lat_max_us for d in dirs]),
+        "lat_p99999_us": worst([d.clat_p99999_us for d in dirs]),
+    }
+
+
+def round_figures(report: FioReport, workloads: Sequence[Workload]) -> dict[str, Any]:
+    """Each workload's figures, matched to fio's groups by name (fio's JSON is untrusted: a
+    group missing or misnamed is an error, not a silent gap)."""
+    by_name = {j.name: j for j in report.jobs}
+    out: dict[str, Any] = {}
+    for w in workloads:
+        job = by_name.get(w.name)
+        if job is None:
+            raise StageFailed(f"fio's report has no group {w.name!r} (groups: "
+                              f"{', '.join(sorted(by_name)) or 'none'})")
+        out[w.name] = figures(job)
+    return out
+
+
+def logical_block_bytes(ctx: RunContext) -> int:
+    """The target's logical block size (sysfs; a regular file: 512)."""
+    name = ctx.target.kernel_name
+    if ctx.target.kind != "block" or not name:
+        return 512
+    text = ctx.host.fs.read_text(f"/sys/class/block/{name}/queue/logical_block_size")
+    if text is None:  # a partition: its disk's queue
+        real = os.path.realpath(f"/sys/class/block/{name}")
+        text = ctx.host.fs.read_text(os.path.join(os.path.dirname(real),
+                                                  "queue/logical_block_size"))
+    value = (text or "").strip()
+    if not value.isdigit() or int(value) not in (512, 1024, 2048, 4096, 8192, 16384, 32768,
+                                                 65536):
+        raise StageFailed(f"{ctx.target.path}: the kernel's logical block size is "
+                          f"{value or 'not readable'!r}, not a power of two from 512 to 64 KiB")
+    return int(value)
+
+
+@dataclass
+class PtsRoundsStage:
+    """One PTS round loop: ``test`` (iops | latency | throughput), for throughput one block
+    size. Plan parameters: steady_round_s, pts_max_rounds, pts_block_sizes, iodepth."""
+
+    name: str
+    test: str
+    block_size: str | None = None
+
+    def execute(self, ctx: RunContext) -> None:
+        p = ctx.params
+        loop = loop_for(self.test, p.pts_block_size_list, logical_block_bytes(ctx), p.iodepth,
+                        self.block_size)
+        if not any(w.name == loop.tracking for w in loop.workloads):
+            raise StageFailed(f"the {self.test} loop has no {loop.tracking} workload to track "
+                              f"(pts_block_sizes {p.pts_block_sizes!r})")
+        round_s, max_rounds = p.steady_round_s, p.pts_max_rounds
+        entry: dict[str, Any] = {
+            "test": self.test, "block_size": self.block_size, "round_s": round_s,
+            "max_rounds": max_rounds, "tracking": loop.tracking, "metric": loop.metric,
+            "workloads": [{"name": w.name, "read_percent": w.read_percent,
+                           "block_size": w.block_size, "sequential": w.sequential,
+                           "iodepth": w.iodepth} for w in loop.workloads],
+            "skipped": list(loop.skipped), "rounds": [], "steady": None, "state": "running"}
+        ctx.record.set_entry("pts", self.name, entry)
+        # imported here: numpy is loaded once a stage needs it (`ssdbench list` and kiosk
+        # start stay quick under emulation)
+        import numpy as np
+
+        from ssdbench.analysis.iops import SNIA_WINDOW_ROUNDS, first_steady_window
+
+        tracked: list[float] = []
+        for x in range(1, max_rounds + 1):
+            job = jobs.rounds_job(job_target(ctx), stage=f"{self.name}-r{x:02d}",
+                                  workloads=loop.workloads, seconds=round_s)
+            report = self._run(ctx, job, x, max_rounds)
+            entry["rounds"].append({"round": x, "workloads": round_figures(report,
+                                                                           loop.workloads)})
+            value = entry["rounds"][-1]["workloads"][loop.tracking][loop.metric]
+            tracked.append(float("nan") if value is None else float(value))
+            window = None
+            if x >= SNIA_WINDOW_ROUNDS:
+                window = first_steady_window(np.asarray(tracked, dtype=np.float64),
+                                             first=x - SNIA_WINDOW_ROUNDS, round_s=round_s)
+            if window is not None:
+                entry["steady"] = {"reached": True, "first_round": x - SNIA_WINDOW_ROUNDS + 1,
+                                   "last_round": x, **_window(window)}
+            elif x == max_rounds:
+                entry["steady"] = {"reached": False,
+                                   "first_round": max(1, x - SNIA_WINDOW_ROUNDS + 1),
+                                   "last_round": x}
+            entry["state"] = "done" if entry["steady"] else "running"
+            ctx.record.set_entry("pts", self.name, entry)
+            if entry["steady"]:
+                return
+
+    def _run(self, ctx: RunContext, job: jobs.JobFile, x: int, max_rounds: int) -> FioReport:
+        ctx.record.stage_started(self.name, job.relpath)
+
+        def on_status(status: LiveStatus) -> None:
+            ctx.emit(self.name, "running", f"round {x} of at most {max_rounds}",
+                     fraction=(x - 1 + (status.fraction or 0.0)) / max_rounds,
+                     elapsed_s=status.elapsed_s, iops=status.iops, mib_s=status.mib_s)
+
+        outcome = run_fio(ctx.host.runner, ctx.run_dir, job, on_status=on_status,
+                          cancel=ctx.cancel, status_timeout_s=float(ctx.params.status_timeout_s))
+        if outcome.state == "cancelled":
+            raise StageCancelled(outcome.reason or "cancelled")
+        if outcome.state != "done" or outcome.report is None:
+            raise StageFailed(with_drive_state(ctx, outcome.reason or "fio failed"))
+        return outcome.report
+
+
+def _window(w: Any) -> dict[str, float]:
+    return {"mean": w.window_mean, "range": w.window_range,
+            "slope_excursion": w.window_slope_excursion}
+
+
+@dataclass
+class WipcStage:
+    """SNIA PTS workload-independent preconditioning: ``pts_wipc_passes`` passes of 128 KiB
+    sequential writes over the span (the fill's job; stage "fill" keeps fill.csv and the
+    report's fill section). With 0 passes it writes nothing and run.json ``wipc`` says so."""
+
+    name: str = "fill"
+
+    def execute(self, ctx: RunContext) -> None:
+        passes = ctx.params.pts_wipc_passes
+        ctx.record.set_entry("wipc", self.name, {"passes": passes, "block_size": "128k"})
+        if passes == 0:
+            return
+        FioStage(self.name, lambda c: jobs.fill_job(
+            job_target(c), block_size="128k", passes=passes, stage=self.name)).execute(ctx)
