@@ -103,6 +103,18 @@ def test_two_jobs_that_want_no_guest_beside_them_never_overlap_a_guest(rt: Modul
     assert not overlap(quick, boot)
 
 
+def test_a_heavy_host_job_never_runs_beside_one_that_wants_no_guest(rt: ModuleType) -> None:
+    image = job(rt, "dev-image", 0.1)
+    quick = job(rt, "kiosk_quick", 0.4, needs=("dev-image",), qemu=True, alone=True)
+    fio = job(rt, "pts-loop", 0.3, heavy=True)
+    unit = job(rt, "unit", 0.5)
+    run(rt, [image, quick, fio, unit])
+    assert all(j.rc == 0 for j in (image, quick, fio, unit))
+    assert not overlap(quick, fio) and overlap(quick, unit)
+    jobs = rt.jobs([])
+    assert {j.name for j in jobs if j.heavy} == set(rt.HEAVY)
+
+
 def test_a_job_after_another_waits_for_its_end_whatever_its_outcome(rt: ModuleType) -> None:
     first = job(rt, "per-second", 0.4, rc=1)
     light = job(rt, "light", 0.1, light=True, after=("per-second",))
