@@ -76,6 +76,8 @@ def test_iops_matrix_rounds_until_steady_or_five(tmp_path: Path) -> None:
     assert (run_dir / "pts-iops-matrix.png").is_file()
     page = (run_dir.parent / "report.html").read_text()
     assert "IOPS (SNIA PTS): R/W mix × block size" in page and "65/35 R/W" in page
+    index = (run_dir.parent.parent / "index.html").read_text()  # beside other drives'
+    assert "SNIA PTS tests" in index and "4 KiB random read" in index
 
 
 def test_latency_on_4kn_leaves_512_out_and_reads_fios_five_nines(tmp_path: Path) -> None:

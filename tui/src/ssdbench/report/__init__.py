@@ -417,8 +417,10 @@ def render_index(root: Path, *, svg: bool = True) -> None:
              for dd, identity, _, _ in drives]
     warnings = [f"{dd.name}/{d.name}: {w}" for dd, _, datas, _ in drives for d in datas
                 for w in run_warnings(d.meta)]
+    loops = [(_label(identity, dd.name), loop) for dd, identity, _, runs in drives
+             for r in runs for loop in r.pts]
     atomic.write_text(root / "index.html",
-                      html.index_page(rows, links, charts, problems, warnings))
+                      html.index_page(rows, links, charts, problems, warnings, pts=loops))
 
 
 def render_all(root: Path, *, svg: bool = True) -> Sequence[DriveReport]:

@@ -906,9 +906,44 @@ def _grade_cell(r: Mapping[str, str]) -> Markup | str:
     return Markup(out) if out else "—"
 
 
+def pts_compare_html(loops: Sequence[tuple[str, Any]]) -> str:
+    """The SNIA PTS loops of every drive side by side: each loop's measurement window in a
+    few figures (the matrix's 4 KiB corners, the throughput, the 4 KiB latencies)."""
+    if not loops:
+        return ""
+    rows = []
+    for label, loop in loops:
+        figs = loop.window_figures()
+        state = ("steady" if loop.reached else "NOT steady" if loop.reached is False
+                 else "cut short") if loop.window else "no window"
+        where = f"rounds {loop.window[0]}–{loop.window[1]}, {state}" if loop.window else state
+
+        def fig(name: str, key: str,
+                figs: dict[str, dict[str, float | None]] = figs) -> float | None:
+            return figs.get(name, {}).get(key)
+
+        if loop.test == "iops":
+            what = (f"4 KiB random read {num(fig('rnd-4k-100_0', 'iops'), 0)} IOPS, "
+                    f"65/35 {num(fig('rnd-4k-65_35', 'iops'), 0)}, write "
+                    f"{num(fig('rnd-4k-0_100', 'iops'), 0)}")
+        elif loop.test == "throughput":
+            bs = loop.block_size or ""
+            mb = [None if (v := fig(f"seq-{bs}-{m}", "mib_s")) is None else v * MB_PER_MIB
+                  for m in ("100_0", "0_100")]
+            what = f"{size_text(bs)} sequential read {num(mb[0])} MB/s, write {num(mb[1])} MB/s"
+        else:
+            what = (f"4 KiB random write mean {_ms(fig('rnd-4k-0_100', 'lat_mean_us'))} ms, "
+                    f"five nines {_ms(fig('rnd-4k-0_100', 'lat_p99999_us'))} ms; read mean "
+                    f"{_ms(fig('rnd-4k-100_0', 'lat_mean_us'))} ms")
+        rows.append([label, loop.name, where, what])
+    return ("<h2>SNIA PTS tests</h2>" + table(["drive", "test", "measurement window",
+                                                "figures (each drive's report has the whole "
+                                                "table)"], rows))
+
+
 def index_page(rows: Sequence[dict[str, str]], drive_links: Sequence[tuple[str, str]],
                charts: Sequence[Chart], problems: Sequence[str],
-               warnings: Sequence[str] = ()) -> str:
+               warnings: Sequence[str] = (), *, pts: Sequence[tuple[str, Any]] = ()) -> str:
     body = "<h1>ssdbench results</h1>" + problems_html(problems) + warnings_html(warnings)
     body += "<h2>Summary</h2>" + overview_table(rows)
     body += ("<p><a href=\"summary.csv\">summary.csv</a> (every column, for a spreadsheet)"
@@ -919,6 +954,7 @@ def index_page(rows: Sequence[dict[str, str]], drive_links: Sequence[tuple[str, 
     body += "<h2>Drives</h2><ul>" + "".join(
         f"<li><a href=\"{href(d)}/report.html\">{esc(label)}</a></li>"
         for d, label in drive_links) + "</ul>"
+    body += pts_compare_html(pts)
     if charts:
         body += "<h2>Comparison (same scale for every drive)</h2>"
         body += "".join(img(c, "", c.name) for c in charts)
