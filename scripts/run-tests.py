@@ -81,7 +81,8 @@ HEAVY = ("tests/integration/test_pts_loop.py", "tests/integration/test_pts_round
 # twice, once at real-time priority), beside the light part's 3000-IOPS drives 3 seconds of
 # 360 were 3% off, and beside one guest it answered 6 writes late once (2026-11-27).
 LIGHT = {"tests/integration/test_simdrive_known_answers.py":
-         "consumer_cliff or portable or trim_verdict or wsat or hir or iops_matrix"}
+         "consumer_cliff or portable or trim_verdict or wsat or hir or iops_matrix "
+         "or pts_throughput"}
 HEAVY_NICE = 5
 
 

@@ -498,3 +498,49 @@ def test_iops_matrix_write_corner_against_the_steady_state_formula(tmp_path: Pat
     assert 0.95 * formula <= corner <= 1.15 * formula, (corner, formula, loop)
     reads = loop["window_figures"]["rnd-4k-100_0"]["iops"]
     assert reads > 2 * corner, (reads, corner)
+
+
+@pytest.mark.parametrize("plan", ["throughput", "latency"])
+def test_pts_throughput_and_latency_against_the_models_service_times(tmp_path: Path,
+                                                                    plan: str) -> None:
+    """The SNIA PTS throughput and latency tests in short variants on the enterprise drive
+    (64 MiB + 3 sectors, 600 IOPS fresh; one WIPC pass, 2-s workloads, five rounds): the
+    model serves one request at a time, a page written in 1/600 s (a sequential overwrite
+    of a filled drive frees whole blocks: an erase of 4 units a 256-page block, no moves),
+    a page read in 0.125 of that. So sequential reads run at 4,800 pages/s (18.75 MiB/s) and
+    sequential writes at 600 / (1 + 4/256) pages/s (2.31 MiB/s): fio's figures within 10%.
+    At queue depth 1 each I/O waits for the one before: in every round the IOPS times the
+    mean latency is at most one second and not far under it (Little's law; the window's
+    means are not held to it: rounds that differ make the product of means larger), and a
+    4 KiB read takes at least the model's 208 µs, a write at least 1/600 s."""
+    from simdrive import presets
+
+    p = presets.get("enterprise")
+    size, fob = 131075 * 512, 600
+    page_s = 1 / fob
+    read_mib_s = fob / p.read_cost * 4096 / 2**20
+    write_mib_s = fob / (1 + p.erase_cost / p.pages_per_block) * 4096 / 2**20
+    results = tmp_path / "results"
+    with simulated_drive(tmp_path / "drive", "enterprise", f"{size // 512}s", fob) as drive:
+        _run(drive, results, "--plan", plan, "--set", "steady_round_s=2",
+             "--set", "pts_max_rounds=5", "--set", "pts_wipc_passes=1",
+             "--set", "pts_block_sizes=4k")
+    record = json.loads((_run_dir(results, plan) / "run.json").read_text())
+    assert record["analysis"]["problems"] == [], record["analysis"]["problems"]
+    loops = {loop["name"]: loop for loop in record["analysis"]["pts"]}
+    if plan == "throughput":
+        assert set(loops) == {"throughput-1m", "throughput-128k"}
+        for bs, loop in ((b, loops[f"throughput-{b}"]) for b in ("1m", "128k")):
+            figs = loop["window_figures"]
+            got_r, got_w = figs[f"seq-{bs}-100_0"]["mib_s"], figs[f"seq-{bs}-0_100"]["mib_s"]
+            assert abs(got_r - read_mib_s) <= 0.10 * read_mib_s, (bs, got_r, read_mib_s)
+            assert abs(got_w - write_mib_s) <= 0.10 * write_mib_s, (bs, got_w, write_mib_s)
+        return
+    for r in record["pts"]["latency"]["rounds"]:
+        for name, floor_s in (("rnd-4k-100_0", page_s * p.read_cost), ("rnd-4k-0_100", page_s)):
+            f = r["workloads"][name]
+            assert 0.7 <= f["iops"] * f["lat_mean_us"] / 1e6 <= 1.01, (r["round"], name, f)
+            assert f["lat_mean_us"] >= floor_s * 1e6 * 0.97, (r["round"], name, f, floor_s)
+            # fio's percentiles are its histogram's bins (64 a power of two: about 1% wide),
+            # so the five nines may lie a bin's width above the exact maximum
+            assert f["lat_mean_us"] <= f["lat_p99999_us"] <= 1.02 * f["lat_max_us"], f

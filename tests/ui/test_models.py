@@ -13,7 +13,7 @@ from ssdbench.progress import Progress
 from ssdbench.stages.params import ParamError, RunParams
 from ssdbench.ui import fmt
 from ssdbench.ui.engine import plan_with, preset_plan
-from ssdbench.ui.estimate import estimate, expected_speed
+from ssdbench.ui.estimate import basis, estimate, expected_speed
 from ssdbench.ui.plan import build_plan, parse_op_levels
 from ssdbench.ui.state import DriveRunState
 from tests.ui.conftest import LOOP_BUNDLE
@@ -126,6 +126,10 @@ def test_the_pts_round_loops_are_estimated_at_their_most_rounds() -> None:
     assert parts["iops/wipc"] == 0 and parts["iops/rounds"] == 5 * 14 * 10
     assert dict(estimate(nvme, [("latency", 0)], short, "discard").parts)[
         "latency/rounds"] == 5 * 3 * 10  # 4k only: the latency test has no 128k
+    # the plan screen's line says what was assumed
+    assert "PTS rounds at their most (5;" in basis(nvme, ["iops"], short)
+    assert "WSAT at 25,000 random-write IOPS" in basis(nvme, ["hir"])
+    assert "WSAT" not in basis(nvme, ["trim"]) and "PTS" not in basis(nvme, ["trim"])
 
 
 def test_plan_parsing_and_refusals() -> None:

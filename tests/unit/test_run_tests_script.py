@@ -159,4 +159,4 @@ def test_the_jobs_cover_every_test_file(rt: ModuleType) -> None:
     assert [j.name for j in jobs if j.alone] == [
         "tests/e2e/test_kiosk_quick.py",
         "tests/integration/test_simdrive_known_answers.py -k not (consumer_cliff or portable "
-        "or trim_verdict or wsat or hir or iops_matrix)"]
+        "or trim_verdict or wsat or hir or iops_matrix or pts_throughput)"]

@@ -251,7 +251,9 @@ def _fill_html(run: RunAnalysis) -> str:
     cliff = ((_note(f) or "not found") if f.cliff_at_s is None else
              f"{f.cliff_at_s} s, after {f.cliff_gib:,.2f} GiB "
              f"({num(f.before_cliff_mib_s)} → {num(f.after_cliff_mib_s)} MiB/s)")
-    return "<h3>Sequential fill</h3>" + kv_table([
+    title = ("Sequential fill (the PTS's workload-independent preconditioning, 128 KiB)"
+             if run.pts else "Sequential fill")
+    return f"<h3>{esc(title)}</h3>" + kv_table([
         ("seconds", f.seconds), ("GiB written", f.gib_written),
         ("mean", mib_mb(f.mean_mib_s)), ("median", mib_mb(f.p50_mib_s)),
         ("min / max MiB/s", Markup(f"{num(f.min_mib_s)} / {num(f.max_mib_s)}")),

@@ -22,6 +22,7 @@ steady-state figures (after the SLC cache), not the box numbers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ssdbench.devices import Drive
@@ -193,8 +194,10 @@ def stage_estimates(drive: Drive, plan: Plan) -> dict[tuple[str, str], float]:
     return out
 
 
-def basis(drive: Drive) -> str:
-    """How the estimate was made, in one line of words (the plan screen prints it)."""
+def basis(drive: Drive, kinds: Sequence[str] = (), params: RunParams | None = None) -> str:
+    """How the estimate was made, in one line of words (the plan screen prints it); with the
+    plan's run kinds, also the random-write rate a WSAT assumes and the PTS round loops'
+    most rounds."""
     write, _read = expected_speed(drive)
     sec = drive.ata_security
     if not drive.erase_methods:
@@ -204,4 +207,11 @@ def basis(drive: Drive) -> str:
         erase = "erase time from the drive's IDENTIFY"
     else:
         erase = f"erase {NVME_ERASE_S:.0f} s assumed"
-    return f"{write:.0f} MiB/s writes assumed ({drive.transport or '?'}), {erase}"
+    out = f"{write:.0f} MiB/s writes assumed ({drive.transport or '?'}), {erase}"
+    if {"wsat", "hir"} & set(kinds):
+        rate = EXPECTED_RANDOM_WRITE_IOPS.get(drive.transport, DEFAULT_RANDOM_WRITE_IOPS)
+        out += f", WSAT at {rate:,.0f} random-write IOPS"
+    if set(PTS_LOOPS) & set(kinds):
+        most = (params or RunParams()).pts_max_rounds
+        out += f", PTS rounds at their most ({most}; steady after 5 takes a fifth)"
+    return out

@@ -155,7 +155,8 @@ def plan_summary(plan: Plan, drives: list[Drive]) -> Text:
         if p.psid:
             t.append("\nPSID revert first (sedutil-cli): the locked drive's data key is "
                      "destroyed.", style="yellow")
-    for how in dict.fromkeys(basis(d) for d in drives):
+    kinds = [r.kind for r in plan.runs]
+    for how in dict.fromkeys(basis(d, kinds, plan.params) for d in drives):
         t.append(f"\nEstimate: {how}", style="dim")
     return t
 
