@@ -117,3 +117,49 @@ def test_resume_keeps_finished_runs_and_redoes_the_interrupted_one(
         [sys.executable, "-m", "ssdbench", "run", "--resume", "--results", str(results)],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
     assert nothing.returncode == ExitCode.USAGE and "nothing to resume" in nothing.stderr
+
+
+def test_a_pts_round_loop_cut_by_power_loss_is_resumed_like_every_run(
+        loop: str, tmp_path: Path) -> None:
+    """The SNIA PTS latency plan (short: 1-s workloads, 4 KiB only) killed after its second
+    round reached run.json, then `ssdbench run --resume`: the interrupted attempt is set
+    aside with the rounds it measured, and the run is redone from its erase to a
+    measurement window."""
+    name = os.path.basename(loop)
+    results = tmp_path / "results"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ssdbench", "run", loop, "--destroy", name, "--plan", "latency",
+         "--erase-fallback", "discard", "--results", str(results), "--no-svg",
+         "--set", "steady_round_s=1", "--set", "pts_max_rounds=5",
+         "--set", "pts_wipc_passes=1", "--set", "pts_block_sizes=4k"],
+        stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL, cwd=REPO, env=env,
+        start_new_session=True)
+    deadline = time.monotonic() + 180
+    while True:  # the plug goes once two rounds are on record
+        rounds = 0
+        for record in results.glob("*/latency/run.json"):
+            try:
+                rounds = len(json.loads(record.read_text())["pts"]["latency"]["rounds"])
+            except (ValueError, KeyError):  # not there yet
+                rounds = 0
+        if rounds >= 2:
+            break
+        assert proc.poll() is None and time.monotonic() < deadline, rounds
+        time.sleep(0.1)
+    power_loss(proc, results)
+    entry = json.loads((results / "state.json").read_text())["drives"][name]
+    assert entry["runs"]["latency"]["state"] == "running"
+    again = subprocess.run(
+        [sys.executable, "-m", "ssdbench", "run", "--resume", "--results", str(results)],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    assert again.returncode == ExitCode.OK, again.stderr
+    drive_dir = results / entry["drive_dir"]
+    aside = json.loads((drive_dir / "latency-interrupted-1" / "run.json").read_text())
+    assert aside["state"] == "interrupted" and "latency" in aside["error"]
+    assert len(aside["pts"]["latency"]["rounds"]) >= 2  # what it measured is kept
+    redone = json.loads((drive_dir / "latency" / "run.json").read_text())
+    assert redone["state"] == "done" and redone["stages"][0]["name"] == "erase"
+    assert redone["pts"]["latency"]["steady"]["last_round"] == len(
+        redone["pts"]["latency"]["rounds"])
+    assert redone["analysis"]["pts"][0]["window"] is not None
