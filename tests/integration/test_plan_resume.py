@@ -133,7 +133,7 @@ def test_a_pts_round_loop_cut_by_power_loss_is_resumed_like_every_run(
          "--erase-fallback", "discard", "--results", str(results), "--no-svg",
          "--set", "steady_round_s=1", "--set", "pts_max_rounds=5",
          "--set", "pts_wipc_passes=1", "--set", "pts_block_sizes=4k"],
-        stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL, cwd=REPO, env=env,
+        stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL, text=True, cwd=REPO, env=env,
         start_new_session=True)
     deadline = time.monotonic() + 180
     while True:  # the plug goes once two rounds are on record

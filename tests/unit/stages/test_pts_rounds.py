@@ -124,7 +124,7 @@ def test_the_window_is_the_steady_rounds_or_the_last_five_marked_not_steady() ->
                                             "last_round": 8, "mean": 2010.0, "range": 60.0,
                                             "slope_excursion": 10.0}))
     assert loop.reached and loop.window == (4, 8) and loop.tracked() == values
-    figs = loop.window_figures()
+    figs = loop.window_figures
     assert figs["rnd-4k-0_100"]["iops"] == pytest.approx(sum(values[3:]) / 5)
     assert figs["rnd-4k-0_100"]["lat_max_us"] == 2000.0 * 8  # the maximum, not a mean
     assert figs["rnd-4k-100_0"]["iops"] == pytest.approx(5000 + (3 + 4 + 5 + 6 + 7) / 5)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -265,9 +266,11 @@ class PtsLoop:
     def tracked(self) -> list[float | None]:
         return [r.get(self.tracking, {}).get(self.metric) for r in self.rounds]
 
+    @cached_property
     def window_figures(self) -> dict[str, dict[str, float | None]]:
         """Each workload's figures over the window: the mean of its rounds, the maximum
-        for the maximum latency; empty without a window."""
+        for the maximum latency; empty without a window (computed once: the report's
+        tables, charts, CSVs and run.json all read it)."""
         if self.window is None:
             return {}
         chosen = self.rounds[self.window[0] - 1:self.window[1]]
@@ -291,7 +294,7 @@ class PtsLoop:
                 "window": list(self.window) if self.window else None,
                 "window_mean": self.window_mean, "window_range": self.window_range,
                 "window_slope_excursion": self.window_slope_excursion,
-                "skipped": list(self.skipped), "window_figures": self.window_figures()}
+                "skipped": list(self.skipped), "window_figures": self.window_figures}
 
 
 class LoopRecordError(ValueError):

@@ -227,7 +227,7 @@ def pts_csvs(loop: Any) -> dict[str, str]:
     state = ("steady" if loop.reached else "not steady") if loop.window else "no window"
     where = f"rounds {loop.window[0]}-{loop.window[1]}" if loop.window else "none"
     window = [",".join(PTS_CSV_COLUMNS) + f" (measurement window: {where}, {state})"]
-    figs = loop.window_figures()
+    figs = loop.window_figures
     window += [row(w, figs[w.name]) for w in loop.workloads if w.name in figs]
     rounds = ["round," + ",".join(PTS_CSV_COLUMNS) + f" (rounds of {loop.round_s} s)"]
     rounds += [f"{i},{row(w, r.get(w.name, {}))}" for i, r in enumerate(loop.rounds, 1)

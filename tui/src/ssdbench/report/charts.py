@@ -1079,7 +1079,7 @@ def pts_iops_figure(loop: Any, *, title: str) -> Figure:
     from the measurement window's means."""
     fig, axes = _figure()
     ax = axes[0, 0]
-    figs = loop.window_figures()
+    figs = loop.window_figures
     sizes = list(dict.fromkeys(w.block_size for w in loop.workloads))
     mixes = list(dict.fromkeys(w.read_percent for w in loop.workloads))
     x = {bs: i for i, bs in enumerate(reversed(sizes))}  # smallest block on the left

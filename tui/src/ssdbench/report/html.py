@@ -356,7 +356,7 @@ def _pts_html(run: RunAnalysis) -> str:
     for loop in run.pts:
         out += f"<h3>{esc(PTS_TITLES[loop.test].format(bs=size_text(loop.block_size or '')))}"
         out += "</h3>" + _pts_steady(loop)
-        figs = loop.window_figures()
+        figs = loop.window_figures
         wl = loop.workloads
         if figs and loop.test == "iops":
             sizes = list(dict.fromkeys(w.block_size for w in wl))
@@ -915,7 +915,7 @@ def pts_compare_html(loops: Sequence[tuple[str, Any]]) -> str:
         return ""
     rows = []
     for label, loop in loops:
-        figs = loop.window_figures()
+        figs = loop.window_figures
         state = ("steady" if loop.reached else "NOT steady" if loop.reached is False
                  else "cut short") if loop.window else "no window"
         where = f"rounds {loop.window[0]}–{loop.window[1]}, {state}" if loop.window else state

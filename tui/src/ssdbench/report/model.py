@@ -34,7 +34,7 @@ from ssdbench.analysis.trim import TRIM_PHASES
 from ssdbench.fio.jobs import parse_block_size
 from ssdbench.fio.logs import DDIR, hist_counts, load_hist_log
 from ssdbench.report.load import RunData, read_columns
-from ssdbench.stages.params import parse_waits
+from ssdbench.stages.params import PTS_LOOP_KINDS, parse_waits
 
 ANALYSIS_SCHEMA = 1
 
@@ -175,7 +175,8 @@ def analyse(data: RunData) -> RunAnalysis:
         fill = fill_stats(data.fill["mib_s"], data.fill["gib_written"])
     elif kind == "consistency":
         problems.append("fill.csv is missing")
-    elif kind in PTS_LOOP_KINDS and not isinstance((meta.get("wipc") or {}).get("fill"), dict):
+    elif kind in PTS_LOOP_KINDS and not (isinstance(wipc := meta.get("wipc"), dict)
+                                         and isinstance(wipc.get("fill"), dict)):
         problems.append("run.json says nothing of the preconditioning (wipc)")
     if kind == "trim" or data.probes:
         p = data.probes
@@ -193,9 +194,6 @@ def analyse(data: RunData) -> RunAnalysis:
     return RunAnalysis(data.name, kind, state, complete, tuple(problems), op, start, iops,
                        latency, steady_latency, fill, trim, data.unreadable, wsat_view,
                        hir_view, loops)
-
-
-PTS_LOOP_KINDS = ("iops", "latency", "throughput")
 
 
 def pts_loops(meta: dict[str, Any], kind: str, state: str) -> tuple[tuple[PtsLoop, ...],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ssdbench.grade.capacity import DirectIO, check_capacity, check_full
-from ssdbench.stages.base import RunContext, StageFailed
+from ssdbench.stages.base import RunContext, StageFailed, sysfs_logical_block
 
 BLOCK = 4096
 
@@ -21,9 +21,7 @@ class AuthenticityStage:
 
     def execute(self, ctx: RunContext) -> None:
         name = ctx.target.kernel_name
-        text = ctx.host.fs.read_text(f"/sys/class/block/{name}/queue/logical_block_size") \
-            if name else None
-        logical = int(text.strip()) if text and text.strip().isdigit() else 512
+        logical = (sysfs_logical_block(ctx.host, name) if name else None) or 512
         block = max(BLOCK, logical)
         try:
             io = DirectIO(ctx.target.path, block)

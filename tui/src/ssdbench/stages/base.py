@@ -45,6 +45,17 @@ def sysfs_size_bytes(host: Host, name: str) -> int | None:
     return int(text.strip()) * 512 if text and text.strip().isdigit() else None
 
 
+def sysfs_logical_block(host: Host, name: str) -> int | None:
+    """The kernel's logical block size of block device ``name`` (a partition has no
+    queue/ of its own: its disk's); None when sysfs has no number for it."""
+    text = host.fs.read_text(f"/sys/class/block/{name}/queue/logical_block_size")
+    if text is None:
+        real = os.path.realpath(f"/sys/class/block/{name}")
+        text = host.fs.read_text(os.path.join(os.path.dirname(real), "queue",
+                                              "logical_block_size"))
+    return int(text.strip()) if text and text.strip().isdigit() else None
+
+
 def resolve_target(host: Host, path: str) -> Target:
     """Look at ``path``: a block device (size from sysfs) or a regular file (its size)."""
     try:

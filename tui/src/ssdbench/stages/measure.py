@@ -10,7 +10,7 @@ from typing import Any
 from ssdbench.fio import jobs
 from ssdbench.fio.blockstat import BlockStatSampler, stat_path
 from ssdbench.fio.jobs import JobFile, JobTarget
-from ssdbench.fio.runner import LiveStatus, run_fio
+from ssdbench.fio.runner import FioOutcome, LiveStatus, run_fio
 from ssdbench.fio.status import FioReport
 from ssdbench.stages.base import RunContext, StageCancelled, StageFailed, with_drive_state
 from ssdbench.system import LiveFS
@@ -73,18 +73,24 @@ class FioStage:
             record_coverage(ctx, job, outcome.report)
         if job.bytes_goal is not None and outcome.report is not None:
             record_goal(ctx, job, outcome.report)
-        if outcome.state == "cancelled":
-            raise StageCancelled(outcome.reason or "cancelled")
-        if outcome.state != "done":
-            raise StageFailed(with_drive_state(ctx, outcome.reason or "fio failed"))
-        report = outcome.report
-        if report is not None and report.runtime_ms > 0:
+        report = finished_report(ctx, outcome)
+        if report.runtime_ms > 0:
             seconds = report.runtime_ms / 1000
             moved = [report.total(d) for d in ("read", "write", "trim")]
             nbytes, ios = max(moved, key=lambda t: t[0])
             # the stage's mean over its whole runtime (front ends print it with "done")
             ctx.emit(self.name, "running", "result", fraction=1.0, elapsed_s=seconds,
                      bytes_done=nbytes, iops=ios / seconds, mib_s=nbytes / seconds / 2**20)
+
+
+def finished_report(ctx: RunContext, outcome: FioOutcome) -> FioReport:
+    """fio's final report of a job that ended by itself; StageCancelled when the user
+    stopped it, StageFailed (naming a drive that went away) when it failed."""
+    if outcome.state == "cancelled":
+        raise StageCancelled(outcome.reason or "cancelled")
+    if outcome.state != "done" or outcome.report is None:
+        raise StageFailed(with_drive_state(ctx, outcome.reason or "fio failed"))
+    return outcome.report
 
 
 def block_trace(ctx: RunContext, job: JobFile) -> BlockStatSampler | None:

@@ -286,6 +286,7 @@ def _convert(key: str, value: object, source: str) -> object:
     return value
 
 
+PTS_LOOP_KINDS = ("iops", "latency", "throughput")  # the SNIA PTS tests run as round loops
 PTS_BLOCK_SIZES = ("1m", "128k", "64k", "32k", "16k", "8k", "4k", "512")
 
 

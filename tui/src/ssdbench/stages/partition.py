@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ssdbench.stages.base import RunContext, StageFailed, Target, resolve_target
+from ssdbench.stages.base import (
+    RunContext,
+    StageFailed,
+    Target,
+    resolve_target,
+    sysfs_logical_block,
+)
 from ssdbench.system import CommandError
 
 MIB = 1024 * 1024
@@ -205,5 +211,4 @@ def sfdisk_argv(disk: str, script: Path) -> list[str]:
 
 
 def _sector_size(ctx: RunContext, disk: str) -> int:
-    text = ctx.host.fs.read_text(f"/sys/class/block/{disk}/queue/logical_block_size")
-    return int(text.strip()) if text and text.strip().isdigit() else 512
+    return sysfs_logical_block(ctx.host, disk) or 512

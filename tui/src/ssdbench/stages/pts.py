@@ -9,7 +9,6 @@ keeps what it measured."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,8 +17,8 @@ from ssdbench.fio import jobs
 from ssdbench.fio.jobs import Workload, parse_block_size
 from ssdbench.fio.runner import LiveStatus, run_fio
 from ssdbench.fio.status import FioJob, FioReport
-from ssdbench.stages.base import RunContext, StageCancelled, StageFailed, with_drive_state
-from ssdbench.stages.measure import FioStage, job_target
+from ssdbench.stages.base import RunContext, StageFailed, sysfs_logical_block
+from ssdbench.stages.measure import FioStage, finished_report, job_target
 from ssdbench.stages.params import PTS_BLOCK_SIZES
 
 # The PTS-E 2.0 matrix: R/W mixes (read %) by block sizes, largest first as the PTS lists them
@@ -117,17 +116,12 @@ def logical_block_bytes(ctx: RunContext) -> int:
     name = ctx.target.kernel_name
     if ctx.target.kind != "block" or not name:
         return 512
-    text = ctx.host.fs.read_text(f"/sys/class/block/{name}/queue/logical_block_size")
-    if text is None:  # a partition: its disk's queue
-        real = os.path.realpath(f"/sys/class/block/{name}")
-        text = ctx.host.fs.read_text(os.path.join(os.path.dirname(real),
-                                                  "queue/logical_block_size"))
-    value = (text or "").strip()
-    if not value.isdigit() or int(value) not in (512, 1024, 2048, 4096, 8192, 16384, 32768,
-                                                 65536):
+    value = sysfs_logical_block(ctx.host, name)
+    if value not in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536):
         raise StageFailed(f"{ctx.target.path}: the kernel's logical block size is "
-                          f"{value or 'not readable'!r}, not a power of two from 512 to 64 KiB")
-    return int(value)
+                          f"{value if value is not None else 'not readable'!r}, not a power "
+                          "of two from 512 to 64 KiB")
+    return value
 
 
 @dataclass
@@ -194,13 +188,9 @@ class PtsRoundsStage:
                      fraction=(x - 1 + (status.fraction or 0.0)) / max_rounds,
                      elapsed_s=status.elapsed_s, iops=status.iops, mib_s=status.mib_s)
 
-        outcome = run_fio(ctx.host.runner, ctx.run_dir, job, on_status=on_status,
-                          cancel=ctx.cancel, status_timeout_s=float(ctx.params.status_timeout_s))
-        if outcome.state == "cancelled":
-            raise StageCancelled(outcome.reason or "cancelled")
-        if outcome.state != "done" or outcome.report is None:
-            raise StageFailed(with_drive_state(ctx, outcome.reason or "fio failed"))
-        return outcome.report
+        return finished_report(ctx, run_fio(
+            ctx.host.runner, ctx.run_dir, job, on_status=on_status, cancel=ctx.cancel,
+            status_timeout_s=float(ctx.params.status_timeout_s)))
 
 
 def _window(w: Any) -> dict[str, float]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ssdbench.devices import Drive
 from ssdbench.fio.jobs import parse_block_size
 from ssdbench.plan.plans import Plan
-from ssdbench.stages.params import RunParams
+from ssdbench.stages.params import PTS_LOOP_KINDS, RunParams
 
 MIB = 1024 * 1024
 
@@ -119,7 +119,7 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
             if kind == "hir":
                 parts.append((f"{label}/hir", float(hir_seconds(params))))
             continue
-        if kind in PTS_LOOPS:
+        if kind in PTS_LOOP_KINDS:
             parts += pts_parts(label, kind, span / MIB / write, params,
                                erase_s=erase_seconds(drive, erase_fallback))
             continue
@@ -138,9 +138,6 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
     return Estimate(sum(s for _, s in parts), tuple(parts))
 
 
-PTS_LOOPS = ("iops", "latency", "throughput")
-
-
 def pts_parts(label: str, kind: str, span_write_s: float, params: RunParams, *,
               erase_s: float) -> list[tuple[str, float]]:
     """A SNIA PTS round loop at its longest: the WIPC (``pts_wipc_passes`` writes of the
@@ -148,28 +145,35 @@ def pts_parts(label: str, kind: str, span_write_s: float, params: RunParams, *,
     ``steady_round_s`` (a drive steady after five rounds takes a fifth of that); throughput
     does both for each of its two block sizes, with an erase (``erase_s``) before the
     second."""
-    from ssdbench.stages.pts import LATENCY_BLOCK_SIZES, THROUGHPUT_BLOCK_SIZES
+    from ssdbench.stages.pts import THROUGHPUT_BLOCK_SIZES, loop_for
 
-    sizes = params.pts_block_size_list
+    def workloads(block: str | None = None) -> int:
+        # the stage's own workload list (a 512-byte logical block: every size counted)
+        return len(loop_for(kind, params.pts_block_size_list, 512, params.iodepth,
+                            block).workloads)
+
     wipc = params.pts_wipc_passes * span_write_s
     rounds = params.pts_max_rounds * params.steady_round_s
-    if kind == "iops":
-        return [(f"{label}/wipc", wipc), (f"{label}/rounds", 7.0 * len(sizes) * rounds)]
-    if kind == "latency":
-        lat = [bs for bs in LATENCY_BLOCK_SIZES if bs in sizes]
-        return [(f"{label}/wipc", wipc), (f"{label}/rounds", 3.0 * len(lat) * rounds)]
+    if kind != "throughput":
+        return [(f"{label}/wipc", wipc), (f"{label}/rounds", float(workloads() * rounds))]
     out: list[tuple[str, float]] = []
     for i, bs in enumerate(THROUGHPUT_BLOCK_SIZES):
         out += [(f"{label}/erase-{bs}", erase_s)] if i else []
-        out += [(f"{label}/wipc-{bs}", wipc), (f"{label}/rounds-{bs}", 2.0 * rounds)]
+        out += [(f"{label}/wipc-{bs}", wipc), (f"{label}/rounds-{bs}",
+                                               float(workloads(bs) * rounds))]
     return out
+
+
+def random_write_iops(drive: Drive) -> float:
+    """The transport's expected steady random-write rate (a WSAT's writes after the cliff)."""
+    return EXPECTED_RANDOM_WRITE_IOPS.get(drive.transport, DEFAULT_RANDOM_WRITE_IOPS)
 
 
 def wsat_seconds(drive: Drive, span: float, params: RunParams,
                  iops: float | None = None) -> float:
     """WSAT: the goal's writes at ``iops`` (default: the transport's expected steady random
     write rate), or wsat_seconds when that is sooner."""
-    rate = iops or EXPECTED_RANDOM_WRITE_IOPS.get(drive.transport, DEFAULT_RANDOM_WRITE_IOPS)
+    rate = iops or random_write_iops(drive)
     block = parse_block_size(params.block_size_torture)
     return min(params.wsat_capacity_multiple * span / (rate * block),
                float(params.wsat_seconds))
@@ -209,9 +213,8 @@ def basis(drive: Drive, kinds: Sequence[str] = (), params: RunParams | None = No
         erase = f"erase {NVME_ERASE_S:.0f} s assumed"
     out = f"{write:.0f} MiB/s writes assumed ({drive.transport or '?'}), {erase}"
     if {"wsat", "hir"} & set(kinds):
-        rate = EXPECTED_RANDOM_WRITE_IOPS.get(drive.transport, DEFAULT_RANDOM_WRITE_IOPS)
-        out += f", WSAT at {rate:,.0f} random-write IOPS"
-    if set(PTS_LOOPS) & set(kinds):
+        out += f", WSAT at {random_write_iops(drive):,.0f} random-write IOPS"
+    if set(PTS_LOOP_KINDS) & set(kinds):
         most = (params or RunParams()).pts_max_rounds
         out += f", PTS rounds at their most ({most}; steady after 5 takes a fifth)"
     return out
