@@ -41,8 +41,8 @@ def run(rt: ModuleType, jobs: list[Any], lanes: int = 2) -> list[Any]:
     import threading
 
     threads = [threading.Thread(target=runner.lane, args=(i,)) for i in range(lanes)]
-    if any(j.light for j in jobs):  # as main() does
-        threads.append(threading.Thread(target=runner.lane, args=(lanes, True)))
+    threads += [threading.Thread(target=runner.lane, args=(lanes + i, True))  # as main() does
+                for i in range(rt.light_lanes(jobs))]
     for t in threads:
         t.start()
     for t in threads:
@@ -88,6 +88,28 @@ def test_a_light_job_runs_on_its_own_lane_the_others_niced_and_cpu_counted(
     # its niceness, from /proc: HEAVY_NICE above this test's (make test runs it niced too)
     assert spin.log.read_text().split() == [str(min(19, os.nice(0) + rt.HEAVY_NICE))]
     assert spin.cpu_s > 0.01 and light.cpu_s < spin.cpu_s
+
+
+def test_light_jobs_each_on_a_lane_of_their_own_at_once_after_the_part_they_wait_for(
+        rt: ModuleType) -> None:
+    first = job(rt, "per-second", 0.3, alone=True)
+    lights = [job(rt, f"light{i}", 0.6, light=True, after=("per-second",)) for i in range(3)]
+    unit = job(rt, "unit", 0.2)
+    run(rt, [*lights, first, unit])
+    assert all(j.rc == 0 for j in (*lights, first, unit))
+    assert sorted(j.lane for j in lights) == [2, 3, 4]
+    for a in lights:
+        assert a.start >= first.end
+        assert all(overlap(a, b) for b in lights if b is not a)
+    # the file's light groups and the part that waits: every test of the file in one job
+    # exactly (the groups' expressions and the rest's are one another's complement)
+    names = {j.name: j for j in rt.jobs([])}
+    for rel, groups in rt.LIGHT.items():
+        rest = names[f"{rel} -k not ({' or '.join(groups)})"]
+        assert rest.alone and not rest.light
+        for g in groups:
+            assert names[f"{rel} -k {g}"].light
+            assert names[f"{rel} -k {g}"].after == (rest.name, *rt.ALONE)
 
 
 def test_two_jobs_that_want_no_guest_beside_them_never_overlap_a_guest(rt: ModuleType) -> None:
@@ -156,7 +178,6 @@ def test_the_jobs_cover_every_test_file(rt: ModuleType) -> None:
         top = rel.split("/")[1]
         assert rel in argv or f"tests/{top}" in argv.split(), rel
     assert any(j.name == "image-pins" for j in jobs)
+    (known,) = rt.LIGHT
     assert [j.name for j in jobs if j.alone] == [
-        "tests/e2e/test_kiosk_quick.py",
-        "tests/integration/test_simdrive_known_answers.py -k not (consumer_cliff or portable "
-        "or trim_verdict or wsat or hir or iops_matrix or pts_throughput)"]
+        "tests/e2e/test_kiosk_quick.py", f"{known} -k not ({' or '.join(rt.LIGHT[known])})"]
