@@ -128,19 +128,55 @@ def _importance(e: Event) -> tuple[int, int]:
     return rank.get(e.kind, 9), -e.duration_s
 
 
-def _absorb_transitions(levels: list[Level]) -> list[Level]:
+def _joined(a: Level, b: Level) -> Level:
+    """Two neighbouring levels as one (``b`` may be empty: no second with a value)."""
+    n = a.seconds + b.seconds
+    if b.seconds == 0:
+        return Level(a.start_s, b.end_s, a.mean, a.seconds, a.log_mean)
+    return Level(a.start_s, b.end_s, (a.mean * a.seconds + b.mean * b.seconds) / n, n,
+                 (a.log_mean * a.seconds + b.log_mean * b.seconds) / n)
+
+
+def _split_leading(cur: Level, arr: np.ndarray[Any, Any], level: float) -> tuple[Level, Level]:
+    """``cur`` cut after its leading seconds that are still at ``level`` (within MERGE_RATIO
+    of it, the rule that makes two neighbouring levels one): (those seconds, the rest)."""
+    k = cur.start_s
+    while k < cur.end_s and level / MERGE_RATIO <= arr[k] <= level * MERGE_RATIO:
+        k += 1
+    head = arr[cur.start_s:k]
+    n = int(head.size)
+    if n == 0:
+        return Level(cur.start_s, cur.start_s, 0.0, 0, 0.0), cur
+    first = Level(cur.start_s, k, float(head.mean()), n, float(np.log(head).mean()))
+    rest_n = cur.seconds - n
+    if rest_n <= 0:
+        return first, Level(k, cur.end_s, 0.0, 0, 0.0)
+    rest = Level(k, cur.end_s, (cur.mean * cur.seconds - first.mean * n) / rest_n, rest_n,
+                 (cur.log_mean * cur.seconds - first.log_mean * n) / rest_n)
+    return first, rest
+
+
+def _absorb_transitions(levels: list[Level], arr: np.ndarray[Any, Any]) -> list[Level]:
     """A short level between a higher and a lower one (or a lower and a higher one) joins
-    the later level: it is the way from one to the other, not a level of its own."""
+    the later level: it is the way from one to the other, not a level of its own. Its
+    leading seconds that are still at the earlier level stay with that one: a level holds
+    at least MIN_LEVEL_S seconds, so a throttle that began at 125.35 s (the seconds from 123:
+    349, 355, 187, then about 90) came out as a short level from 123, and the throttle two
+    seconds early (a CI run of the portable known answer, 2026-11-28)."""
     out = list(levels)
     i = 1
     while i < len(out) - 1:
         prev, cur, nxt = out[i - 1], out[i], out[i + 1]
         monotone = (prev.mean > cur.mean > nxt.mean) or (prev.mean < cur.mean < nxt.mean)
         if cur.duration_s < PLATEAU_MIN_S and monotone:
-            n = cur.seconds + nxt.seconds
-            out[i] = Level(cur.start_s, nxt.end_s,
-                           (cur.mean * cur.seconds + nxt.mean * nxt.seconds) / n, n,
-                           (cur.log_mean * cur.seconds + nxt.log_mean * nxt.seconds) / n)
+            head, rest = _split_leading(cur, arr, prev.mean)
+            if head.seconds:
+                out[i - 1] = _joined(prev, head)
+            if rest.duration_s == 0:
+                del out[i]
+                continue
+            out[i] = _joined(rest, nxt) if rest.seconds else Level(
+                rest.start_s, nxt.end_s, nxt.mean, nxt.seconds, nxt.log_mean)
             del out[i + 1]
             continue
         i += 1
@@ -175,7 +211,7 @@ def find_events(values: Any, seg: Segmentation | None = None, *,
     is the first such fall, not the last (a fill's SLC cache ends at its first)."""
     arr = np.asarray(values, dtype=np.float64)
     seg = seg or segment(arr)
-    levels = _absorb_transitions(list(seg.levels))
+    levels = _absorb_transitions(list(seg.levels), arr)
     events: list[Event] = [Event("stall", s, n, None, 0.0) for s, n in seg.stall_runs]
     n = int(arr.size)
     final_idx = _final_index(levels)
