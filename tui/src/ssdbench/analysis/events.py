@@ -129,39 +129,33 @@ def _importance(e: Event) -> tuple[int, int]:
 
 
 def _joined(a: Level, b: Level) -> Level:
-    """Two neighbouring levels as one (``b`` may be empty: no second with a value)."""
+    """Two neighbouring levels as one (either may have no second with a value)."""
     n = a.seconds + b.seconds
-    if b.seconds == 0:
-        return Level(a.start_s, b.end_s, a.mean, a.seconds, a.log_mean)
     return Level(a.start_s, b.end_s, (a.mean * a.seconds + b.mean * b.seconds) / n, n,
                  (a.log_mean * a.seconds + b.log_mean * b.seconds) / n)
 
 
-def _split_leading(cur: Level, arr: np.ndarray[Any, Any], level: float) -> tuple[Level, Level]:
-    """``cur`` cut after its leading seconds that are still at ``level`` (within MERGE_RATIO
-    of it, the rule that makes two neighbouring levels one): (those seconds, the rest)."""
-    k = cur.start_s
-    while k < cur.end_s and level / MERGE_RATIO <= arr[k] <= level * MERGE_RATIO:
-        k += 1
-    head = arr[cur.start_s:k]
-    n = int(head.size)
-    if n == 0:
-        return Level(cur.start_s, cur.start_s, 0.0, 0, 0.0), cur
-    first = Level(cur.start_s, k, float(head.mean()), n, float(np.log(head).mean()))
-    rest_n = cur.seconds - n
-    if rest_n <= 0:
-        return first, Level(k, cur.end_s, 0.0, 0, 0.0)
-    rest = Level(k, cur.end_s, (cur.mean * cur.seconds - first.mean * n) / rest_n, rest_n,
-                 (cur.log_mean * cur.seconds - first.log_mean * n) / rest_n)
-    return first, rest
+def _level_of(arr: np.ndarray[Any, Any], start: int, end: int,
+              stall_threshold: float | None) -> Level:
+    """Seconds ``[start, end)`` as a level: the means of those with a value that are not
+    stall seconds, as the segmentation counts them."""
+    x = arr[start:end]
+    x = x[~np.isnan(x) & (x > 0)]
+    if stall_threshold is not None:
+        x = x[x >= stall_threshold]
+    if not x.size:
+        return Level(start, end, 0.0, 0, 0.0)
+    return Level(start, end, float(x.mean()), int(x.size), float(np.log(x).mean()))
 
 
-def _absorb_transitions(levels: list[Level], arr: np.ndarray[Any, Any]) -> list[Level]:
+def _absorb_transitions(levels: list[Level], arr: np.ndarray[Any, Any],
+                        stall_threshold: float | None) -> list[Level]:
     """A short level between a higher and a lower one (or a lower and a higher one) joins
     the later level: it is the way from one to the other, not a level of its own. Its
-    leading seconds that are still at the earlier level stay with that one: a level holds
-    at least MIN_LEVEL_S seconds, so a throttle that began at 125.35 s (the seconds from 123:
-    349, 355, 187, then about 90) came out as a short level from 123, and the throttle two
+    leading seconds that are still at the earlier level (within MERGE_RATIO of it, the rule
+    that makes two neighbouring levels one) stay with that one: a level holds at least
+    MIN_LEVEL_S seconds, so a throttle that began at 125.35 s (the seconds from 123: 349,
+    355, 187, then about 90) came out as a short level from 123, and the throttle two
     seconds early (a CI run of the portable known answer, 2026-11-28)."""
     out = list(levels)
     i = 1
@@ -169,14 +163,16 @@ def _absorb_transitions(levels: list[Level], arr: np.ndarray[Any, Any]) -> list[
         prev, cur, nxt = out[i - 1], out[i], out[i + 1]
         monotone = (prev.mean > cur.mean > nxt.mean) or (prev.mean < cur.mean < nxt.mean)
         if cur.duration_s < PLATEAU_MIN_S and monotone:
-            head, rest = _split_leading(cur, arr, prev.mean)
-            if head.seconds:
-                out[i - 1] = _joined(prev, head)
-            if rest.duration_s == 0:
+            k = cur.start_s
+            while (k < cur.end_s and prev.mean / MERGE_RATIO <= arr[k] <= prev.mean * MERGE_RATIO
+                   and (stall_threshold is None or arr[k] >= stall_threshold)):
+                k += 1
+            if k > cur.start_s:
+                out[i - 1] = _joined(prev, _level_of(arr, cur.start_s, k, stall_threshold))
+            if k == cur.end_s:
                 del out[i]
                 continue
-            out[i] = _joined(rest, nxt) if rest.seconds else Level(
-                rest.start_s, nxt.end_s, nxt.mean, nxt.seconds, nxt.log_mean)
+            out[i] = _joined(_level_of(arr, k, cur.end_s, stall_threshold), nxt)
             del out[i + 1]
             continue
         i += 1
@@ -211,7 +207,7 @@ def find_events(values: Any, seg: Segmentation | None = None, *,
     is the first such fall, not the last (a fill's SLC cache ends at its first)."""
     arr = np.asarray(values, dtype=np.float64)
     seg = seg or segment(arr)
-    levels = _absorb_transitions(list(seg.levels), arr)
+    levels = _absorb_transitions(list(seg.levels), arr, seg.stall_threshold)
     events: list[Event] = [Event("stall", s, n, None, 0.0) for s, n in seg.stall_runs]
     n = int(arr.size)
     final_idx = _final_index(levels)
