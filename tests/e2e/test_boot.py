@@ -1,7 +1,7 @@
 """Boot the dev image from an emulated USB stick under legacy BIOS and UEFI, with emulated
 NVMe and SATA drives, and check what the running system saw and left alone. The Kiosk
 entry's boot (firmware, GRUB, the entry from grubenv, the config on the stick) is checked on
-the kiosk quick plan's boot (test_kiosk_quick.py), which takes that path anyway."""
+the bad-config boot (test_kiosk_config.py), which takes that path anyway."""
 
 from __future__ import annotations
 

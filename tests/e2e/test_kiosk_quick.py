@@ -89,6 +89,8 @@ def quick(dev_image: Path, drives: dict[str, SimDrive],
         nvme=(f"nbd={drives[NVME_SERIAL].socket},serial={NVME_SERIAL}",),
         sata=(f"nbd={drives[SATA_SERIAL].socket},serial={SATA_SERIAL},model=E2E quick SATA",),
         timeout_s=1500,
+        direct=True,  # the entry's kernel and command line without firmware and GRUB: their
+        # 18 s are on the run's critical path here (test_kiosk_config.py boots through them)
     )
 
 
@@ -130,18 +132,16 @@ def test_kiosk_ran_the_plan_and_powered_off(quick: Boot) -> None:
 
 
 def test_kiosk_entry_runs_ssdbench_kiosk(quick: Boot) -> None:
-    """The boot flow of the Kiosk entry, on this boot (firmware, GRUB and the entry picked
-    through grubenv; test_boot.py booted a stick of its own for it before): the config found
-    on the stick, the kiosk started after "ssdbench ready" and powered off at the end. A
-    config that selects no drive: tests/integration/test_kiosk_loop.py."""
+    """The boot flow of the Kiosk entry's command line (firmware, GRUB and the entry picked
+    through grubenv: test_kiosk_config.py): the config found on the stick, the kiosk started
+    after "ssdbench ready" and powered off at the end. A config that selects no drive:
+    tests/integration/test_kiosk_loop.py."""
     assert "ssdbench ready" in quick.serial and "mode=kiosk" in quick.serial, quick.tail()
-    assert "firmware BIOS)" in quick.serial, quick.serial[:4000]
     assert "ssdbench kiosk starting" in quick.serial, quick.tail()
     assert "config /mnt/ssdresults/ssdbench.toml: plan quick" in quick.serial, quick.tail()
     assert quick.seconds_until("ssdbench kiosk starting") > quick.seconds_until(
         "ssdbench ready")
     assert "ssdbench: poweroff" in quick.serial, quick.tail()
-    assert "--direct" not in quick.qemu_argv  # through firmware and GRUB, not -kernel
 
 
 def test_bystander_and_boot_partition_left_alone(quick: Boot) -> None:
@@ -309,5 +309,6 @@ def test_known_answer_totals_and_op_ratio(quick: Boot, drives: dict[str, SimDriv
             means.append(sum(values[i] for i in seconds) / len(seconds))
         ratios.append(means[1] / means[0])
     got, want = ratios
+    print(f"{serial}: OP ratio {got:.2f}, the model's {want:.2f} (needs over 1.5)")
     assert want > 1.5, f"the model shows no OP effect ({want:.2f}): the test proves nothing"
     assert abs(got - want) <= 0.10 * want, (serial, got, want)

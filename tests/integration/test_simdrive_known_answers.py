@@ -215,6 +215,9 @@ def test_enterprise_iops_csv_seconds_within_2_percent(
             for i in range(len(series) + 1)
             if abs(lag := truth.reply_lag(start + i))
             > max(3.0, RIG_LATE_S * want[min(i, len(want) - 1)])]
+    worst = max(range(len(series) + 1), key=lambda i: abs(truth.reply_lag(start + i)))
+    print(f"rig: at most {abs(truth.reply_lag(start + worst)):.1f} writes answered late at an"
+          f" edge (second {worst}; allowed {max(3.0, RIG_LATE_S * want[min(worst, len(want) - 1)]):.1f})")
     assert late == [], late[:20]
     # an edge ssdbench's sampler did not catch (and says so) joins the seconds beside it
     wide = wide_edges(run_dir, len(series))

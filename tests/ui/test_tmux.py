@@ -160,13 +160,19 @@ def test_quick_plan_in_tmux_at_80x25(loop_device: str,
     assert all(len(line) <= 80 for line in s.splitlines())
     assert len(s.splitlines()) <= 25
 
-    # the drives screen: the detail pane follows the highlighted row
+    # the drives screen: the detail pane follows the highlighted row. Up or down towards
+    # this test's loop device: `make test` runs other jobs' loop devices beside it, and the
+    # list they come and go in (a rescan) can move the highlight past it
     highlighted = f"Device       {loop_device}  (loop)"
     for _ in range(40):
         s = screen.text()
         if highlighted in s:
             break
-        screen.key("Down")
+        listed = re.findall(r"^\s*(?:\[.\]|PROT)\s+(\S+)", s, re.M)
+        at = re.search(r"^ Device\s+/dev/(\S+)", s, re.M)
+        above = (at is not None and name in listed and at.group(1) in listed
+                 and listed.index(at.group(1)) > listed.index(name))
+        screen.key("Up" if above else "Down")
     assert highlighted in s, s
     assert "Erase        no secure erase" in s
     s = screen.key("Space", until=lambda t: re.search(rf"\[x\]\s+{name} ", t) is not None)

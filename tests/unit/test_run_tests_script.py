@@ -35,14 +35,15 @@ def job(rt: ModuleType, name: str, seconds: float, *, rc: int = 0, **kw: Any) ->
 
 
 def run(rt: ModuleType, jobs: list[Any], lanes: int = 2) -> list[Any]:
+    """The jobs on main()'s lanes: ``lanes`` core lanes (0, 1), the host lane (2), a light
+    lane each for the light jobs (3...)."""
     for i, j in enumerate(jobs):
         j.number = i
     runner = rt.Runner(list(jobs))
     import threading
 
-    threads = [threading.Thread(target=runner.lane, args=(i,)) for i in range(lanes)]
-    threads += [threading.Thread(target=runner.lane, args=(lanes + i, True))  # as main() does
-                for i in range(rt.light_lanes(jobs))]
+    threads = [threading.Thread(target=runner.lane, args=(i, kind))  # as main() does
+               for i, kind in enumerate(rt.lane_kinds(lanes, jobs))]
     for t in threads:
         t.start()
     for t in threads:
@@ -74,30 +75,52 @@ def test_longest_first_needs_first_and_alone_never_beside_qemu(rt: ModuleType) -
             == ["kiosk_quick"])
 
 
-def test_a_light_job_runs_on_its_own_lane_the_others_niced_and_cpu_counted(
+def test_a_light_job_runs_on_its_own_lane_the_others_at_sched_idle_and_cpu_counted(
         rt: ModuleType) -> None:
     light = job(rt, "known", 0.9, light=True)
+    # /proc/PID/stat's 41st field: the scheduling policy (5: SCHED_IDLE)
     spin = rt.Job("spin", ["sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; "
-                           "cut -d' ' -f19 /proc/self/stat"], 0.5, pytest=False)
+                           "cut -d' ' -f41 /proc/self/stat"], 0.5, pytest=False)
     unit = job(rt, "unit", 0.2)
-    run(rt, [light, spin, unit])
-    assert (light.rc, spin.rc, unit.rc) == (0, 0, 0)
-    # the core lanes never took it: both were free before it ended
-    assert light.lane == 2 and {spin.lane, unit.lane} == {0, 1}
+    policy = rt.Job("policy", ["cut", "-d ", "-f41", "/proc/self/stat"], 0.1, pytest=False,
+                    light=True)
+    run(rt, [light, spin, unit, policy])
+    assert (light.rc, spin.rc, unit.rc, policy.rc) == (0, 0, 0, 0)
+    # the core and host lanes never took it: they were free before it ended
+    assert light.lane >= 3 and {spin.lane, unit.lane} <= {0, 1, 2}
     assert overlap(light, spin) and overlap(light, unit)
-    # its niceness, from /proc: HEAVY_NICE above this test's (make test runs it niced too)
-    assert spin.log.read_text().split() == [str(min(19, os.nice(0) + rt.HEAVY_NICE))]
+    assert spin.log.read_text().split() == [str(os.SCHED_IDLE)]
+    assert policy.log.read_text().split() == [str(os.SCHED_OTHER)]
     assert spin.cpu_s > 0.01 and light.cpu_s < spin.cpu_s
+
+
+def test_the_host_lane_takes_host_jobs_only_and_fills_the_minutes_alone_keeps_guests_out(
+        rt: ModuleType) -> None:
+    image = job(rt, "dev-image", 0.1)
+    quick = job(rt, "kiosk_quick", 0.8, needs=("dev-image",), qemu=True, alone=True)
+    boot = job(rt, "boot", 0.3, needs=("dev-image",), qemu=True)
+    fio = job(rt, "pts-loop", 0.2, heavy=True)
+    hosts = [job(rt, f"host{i}", 0.35) for i in range(3)]
+    run(rt, [image, quick, boot, fio, *hosts])
+    assert all(j.rc == 0 for j in (image, quick, boot, fio, *hosts))
+    host_lane = [j for j in (image, quick, boot, fio, *hosts) if j.lane == 2]
+    assert host_lane and all(j in hosts for j in host_lane)
+    # two host jobs at once beside the guest that wants no other: all three end before it
+    assert sum(overlap(a, b) for a in hosts for b in hosts if a is not b) >= 2
+    assert all(h.end <= quick.end for h in hosts)
+    assert boot.start >= quick.end and fio.start >= quick.end
 
 
 def test_light_jobs_each_on_a_lane_of_their_own_at_once_after_the_part_they_wait_for(
         rt: ModuleType) -> None:
-    first = job(rt, "per-second", 0.3, alone=True)
+    first = job(rt, "per-second", 0.3, quiet=True, light=True)
     lights = [job(rt, f"light{i}", 0.6, light=True, after=("per-second",)) for i in range(3)]
     unit = job(rt, "unit", 0.2)
     run(rt, [*lights, first, unit])
     assert all(j.rc == 0 for j in (*lights, first, unit))
-    assert sorted(j.lane for j in lights) == [2, 3, 4]
+    # light lanes (3...) only, the three at once on lanes of their own
+    assert first.lane >= 3 and sorted({j.lane for j in lights}) == sorted(j.lane for j in lights)
+    assert min(j.lane for j in lights) >= 3
     for a in lights:
         assert a.start >= first.end
         assert all(overlap(a, b) for b in lights if b is not a)
@@ -106,7 +129,7 @@ def test_light_jobs_each_on_a_lane_of_their_own_at_once_after_the_part_they_wait
     names = {j.name: j for j in rt.jobs([])}
     for rel, groups in rt.LIGHT.items():
         rest = names[f"{rel} -k not ({' or '.join(groups)})"]
-        assert rest.alone and not rest.light
+        assert rest.quiet and rest.light and not rest.alone
         for i, g in enumerate(groups):
             assert names[f"{rel} -k {g}"].light
             # one beside the kiosk quick plan, as the one light job was; the others after it
@@ -114,16 +137,19 @@ def test_light_jobs_each_on_a_lane_of_their_own_at_once_after_the_part_they_wait
                                                    else (rest.name, *rt.ALONE))
 
 
-def test_two_jobs_that_want_no_guest_beside_them_never_overlap_a_guest(rt: ModuleType) -> None:
+def test_a_quiet_job_has_no_guest_beside_it_but_the_one_that_wants_no_other(
+        rt: ModuleType) -> None:
     image = job(rt, "dev-image", 0.1)
-    known = job(rt, "per-second", 0.5, alone=True)  # a host job that wants no guest
+    known = job(rt, "per-second", 0.5, quiet=True, light=True)  # wants no guest but quick
     quick = job(rt, "kiosk_quick", 0.3, needs=("dev-image",), qemu=True, alone=True)
     boot = job(rt, "boot", 0.2, needs=("dev-image",), qemu=True)
+    fio = job(rt, "pts-loop", 0.1, heavy=True)
     unit = job(rt, "unit", 0.6)
-    run(rt, [image, known, quick, boot, unit])
-    assert all(j.rc == 0 for j in (image, known, quick, boot, unit))
-    for guest in (quick, boot):
-        assert not overlap(guest, known), (guest.name, guest.start, known.end)
+    run(rt, [image, known, quick, boot, fio, unit])
+    assert all(j.rc == 0 for j in (image, known, quick, boot, fio, unit))
+    assert overlap(quick, known)
+    assert not overlap(boot, known), (boot.start, known.end)
+    assert not overlap(fio, known) and not overlap(fio, quick)
     assert not overlap(quick, boot)
 
 
@@ -145,7 +171,7 @@ def test_a_job_after_another_waits_for_its_end_whatever_its_outcome(rt: ModuleTy
     unit = job(rt, "unit", 0.1)
     run(rt, [light, first, unit])
     assert (first.rc, light.rc, unit.rc) == (1, 0, 0)  # it ran although the other failed
-    assert light.start >= first.end and light.lane == 2
+    assert light.start >= first.end and light.lane == 3
 
 
 def test_a_failed_need_fails_its_dependants_and_the_rest_goes_on(rt: ModuleType) -> None:
@@ -181,5 +207,6 @@ def test_the_jobs_cover_every_test_file(rt: ModuleType) -> None:
         assert rel in argv or f"tests/{top}" in argv.split(), rel
     assert any(j.name == "image-pins" for j in jobs)
     (known,) = rt.LIGHT
-    assert [j.name for j in jobs if j.alone] == [
-        "tests/e2e/test_kiosk_quick.py", f"{known} -k not ({' or '.join(rt.LIGHT[known])})"]
+    assert [j.name for j in jobs if j.alone] == ["tests/e2e/test_kiosk_quick.py"]
+    assert [j.name for j in jobs if j.quiet] == [
+        f"{known} -k not ({' or '.join(rt.LIGHT[known])})"]
