@@ -25,6 +25,7 @@ import csv
 import json
 import math
 import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,6 +37,9 @@ from ssdbench.fio import logs as fio_logs
 
 REPO = Path(__file__).resolve().parents[1]
 SIMDRIVE = REPO / "scripts" / "simdrive"
+# how often a served drive writes its finished seconds to truth.jsonl (simdrive/nbdkit_plugin.py
+# _ticker)
+TRUTH_TICK_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,12 @@ class SimDrive:
     loop: str | None
 
     def truth(self) -> Truth:
+        """The drive's log with every write it completed before this call: the drive writes
+        a second once it is over, on its next tick (every TRUTH_TICK_S), so the read waits
+        for the tick after the end of this second. A CI run read the enterprise drive's log
+        within a second of its torture's end and missed its last second (2026-11-28)."""
+        now = time.time()
+        time.sleep(max(0.0, math.floor(now) + 1 + TRUTH_TICK_S + 0.25 - now))
         return truth_log.load(self.dir / "truth.jsonl")
 
 

@@ -52,11 +52,17 @@ def test_tui_on_the_serial_console_runs_a_plan(dev_image: Path, tmp_path: Path) 
          f"{shlex.join(argv)} 2>{work / 'qemu.stderr'}")
     screen = Screen(session, patience_s=120)
     t0 = time.monotonic()
+
+    def mark(what: str) -> None:  # where the minutes go (pytest -s; issue 31)
+        print(f"tui on serial: {time.monotonic() - t0:5.1f} s {what}")
+
     try:
         _wait_log(work, "ssdbench ready", BOOT_S)
+        mark("ssdbench ready")
         assert "mode=interactive" in _serial_log(work)
         # the TUI on the serial console: the drives screen with the emulated drive
         s = screen.wait(SERIAL, 180)
+        mark("the drives screen")
         assert "results:" in s and "stick" in s
         nvme = re.search(r"(nvme\d+n1)", s)
         assert nvme is not None, s
@@ -77,14 +83,17 @@ def test_tui_on_the_serial_console_runs_a_plan(dev_image: Path, tmp_path: Path) 
         screen.key("Enter")
         screen.key("Down")
         screen.key("Enter", until="Preset            trim")
+        mark("the plan form, the trim preset")
         # secure erase stays (QEMU's NVMe formats); 5 s torture, 4 MiB probes
         screen.key("Tab")  # erase method
         shrink_quick_plan(screen, 120, runs="trim")
         # the serial line paints a screen in parts (a CI run read the consent screen's title
         # before the line naming the drive): each wait holds until all it checks is there
+        mark("the plan shrunk")
         s = screen.key("C-s", until=lambda t: "Consent 1/1" in t and SERIAL in t)
         screen.type(SERIAL[-4:])
         screen.key("Enter", until="probe-after_trim")
+        mark("consent given, the run screen")
         s = screen.wait(lambda t: f"{name}: finished: done" in t
                         and re.search(rf"{name}\s+(\d+)/\1 stages done", t) is not None, 600)
         # v opens the results screen ("steady mean" is its detail line's own text; the
@@ -92,16 +101,18 @@ def test_tui_on_the_serial_console_runs_a_plan(dev_image: Path, tmp_path: Path) 
         # and waiting for that cost ten minutes of every run)
         # (pressed while the index is still being written, it opens once that is done);
         # 600 s is a hang guard for a slow TCG guest, not an expected time
+        mark("the plan finished")
         tmux("send-keys", "-t", session, "v")
         screen.wait("steady mean", 600)
         # a slow serial line paints the screen for a while: wait for both run rows
+        mark("the results screen")
         s, rows = results_rows(screen, name, 180, count=1)
         assert "/mnt/ssdresults/ssdbench/" in s, s  # the path may wrap onto the next line
         assert rows == {"trim": "done"}, s
         # the serial stream carried the TUI itself (escape sequences and its text)
         log = _serial_log(work)
         assert "\x1b[" in log, log[-500:]
-        print(f"tui on serial: {time.monotonic() - t0:.0f} s")
+        mark("its rows painted, all checked")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False,
                        capture_output=True)

@@ -104,7 +104,7 @@ def test_the_host_lane_takes_host_jobs_only_and_fills_the_minutes_alone_keeps_gu
     run(rt, [image, quick, boot, fio, *hosts])
     assert all(j.rc == 0 for j in (image, quick, boot, fio, *hosts))
     host_lane = [j for j in (image, quick, boot, fio, *hosts) if j.lane == 2]
-    assert host_lane and all(j in hosts for j in host_lane)
+    assert host_lane and not any(j.qemu or j is image for j in host_lane)
     # two host jobs at once beside the guest that wants no other: all three end before it
     assert sum(overlap(a, b) for a in hosts for b in hosts if a is not b) >= 2
     assert all(h.end <= quick.end for h in hosts)
