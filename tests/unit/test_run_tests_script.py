@@ -109,6 +109,11 @@ def test_the_host_lane_takes_host_jobs_only_and_fills_the_minutes_alone_keeps_gu
     assert sum(overlap(a, b) for a in hosts for b in hosts if a is not b) >= 2
     assert all(h.end <= quick.end for h in hosts)
     assert boot.start >= quick.end and fio.start >= quick.end
+    # a job only the host lane takes waits for it, however free a core lane is
+    pins = job(rt, "image-pins", 0.3)
+    unit = job(rt, "unit", 0.2)
+    run(rt, [pins, unit])
+    assert pins.rc == 0 and pins.lane == 2
 
 
 def test_light_jobs_each_on_a_lane_of_their_own_at_once_after_the_part_they_wait_for(
