@@ -191,7 +191,12 @@ def test_a_stat_file_that_fails_ends_the_trace_without_raising(tmp_path: Path) -
     sampler = _sampler(tmp_path, stat)
     assert sampler.start(), sampler.error
     _wait_for(lambda: len(_rows(tmp_path)) > 1)  # the first row is flushed at once
-    stat.write_text("gone\n")  # what the sampler reads no longer looks like the counters
+    # what the sampler reads no longer looks like the counters: written in place, never
+    # empty (the sampler, a real-time task, read the file between write_text's truncation and
+    # its write once, in a make test job at SCHED_IDLE: "unexpected content b''")
+    with stat.open("r+b") as f:
+        f.write(b"gone\n")
+        f.truncate()
     pid = sampler.pid
     assert pid is not None
     # it ends itself (not reaped here: stop() collects what it said)
