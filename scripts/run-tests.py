@@ -71,11 +71,14 @@ QEMU_INTEGRATION = ("tests/integration/test_erase_qemu.py",
 # answers (QUIET) may run beside it: they take 2% of a core, and beside it and two host
 # jobs at SCHED_IDLE the OP ratios were 4.63 and 4.21 (models 4.62, 4.20; 2026-11-28).
 ALONE = ("tests/e2e/test_kiosk_quick.py",)
-# host jobs that run fio flat out on loop devices (both cores for seconds at a time): never
+# host jobs that run fio flat out on loop devices (both cores for seconds at a time), and
+# image-pins (on a new machine it builds CPython first: both cores for 3.5 minutes): never
 # beside a job in ALONE or the per-second known answers (the WSAT loop test's fio beside the
 # kiosk quick plan's guest left the model no OP effect, 0.91 against the 1.5 it needs, in a
-# CI run of 2026-11-27)
-HEAVY = ("tests/integration/test_pts_loop.py", "tests/integration/test_pts_rounds_loop.py")
+# CI run of 2026-11-27; the CPython build beside it left the SATA model 1.35, in a cold run
+# of 2026-11-28)
+HEAVY = ("tests/integration/test_pts_loop.py", "tests/integration/test_pts_rounds_loop.py",
+         "image-pins")
 # host jobs only the host lane takes: image-pins (unit and UI again, on the image's Python
 # pins; 2:09 warm, 5:20 when it builds its CPython first) on a core lane kept that lane from
 # the guests 48 s after the kiosk quick plan ended (CI, 2026-11-28); on the host lane it runs
@@ -201,7 +204,7 @@ def jobs(args: list[str]) -> list[Job]:
     out.append(Job("unit, ui, simdrive, buildroot", [*pytest, *fast],
                    est("unit, ui, simdrive, buildroot")))
     out.append(Job("image-pins", [str(REPO / "scripts" / "test-image-python.sh"), *args],
-                   est("image-pins")))
+                   est("image-pins"), heavy="image-pins" in HEAVY))
     for i, job in enumerate(out):
         job.number = i
     return out
