@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -72,13 +73,12 @@ QEMU_INTEGRATION = ("tests/integration/test_erase_qemu.py",
 # jobs at SCHED_IDLE the OP ratios were 4.63 and 4.21 (models 4.62, 4.20; 2026-11-28).
 ALONE = ("tests/e2e/test_kiosk_quick.py",)
 # host jobs that run fio flat out on loop devices (both cores for seconds at a time), and
-# image-pins (on a new machine it builds CPython first: both cores for 3.5 minutes): never
-# beside a job in ALONE or the per-second known answers (the WSAT loop test's fio beside the
-# kiosk quick plan's guest left the model no OP effect, 0.91 against the 1.5 it needs, in a
-# CI run of 2026-11-27; the CPython build beside it left the SATA model 1.35, in a cold run
-# of 2026-11-28)
-HEAVY = ("tests/integration/test_pts_loop.py", "tests/integration/test_pts_rounds_loop.py",
-         "image-pins")
+# image-pins when it builds CPython first (a new machine: both cores for 3.5 minutes;
+# image_pins_builds()): never beside a job in ALONE or the per-second known answers (the
+# WSAT loop test's fio beside the kiosk quick plan's guest left the model no OP effect, 0.91
+# against the 1.5 it needs, in a CI run of 2026-11-27; the CPython build beside it left the
+# SATA model 1.35, in a cold run of 2026-11-28)
+HEAVY = ("tests/integration/test_pts_loop.py", "tests/integration/test_pts_rounds_loop.py")
 # host jobs only the host lane takes: image-pins (unit and UI again, on the image's Python
 # pins; 2:09 warm, 5:20 when it builds its CPython first) on a core lane kept that lane from
 # the guests 48 s after the kiosk quick plan ended (CI, 2026-11-28); on the host lane it runs
@@ -153,6 +153,29 @@ def read_durations() -> dict[str, float]:
     return known
 
 
+def image_pins_builds() -> bool:
+    """Whether image-pins builds its CPython first: no python3.X from the image's minor
+    down to 3.12 on PATH or in the cache (scripts/test-image-python.sh find_python looks
+    there, in that order, before it builds one)."""
+    pins = (REPO / "scripts" / "image-pins.txt").read_text()
+    m = re.search(r"^# image python: *3\.(\d+)\.\d+$", pins, re.M)
+    if m is None:
+        return True
+    cache = Path(os.environ.get("SSDBENCH_CACHE") or Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ssdbench")
+
+    def runs(path: str | None) -> bool:  # a pyenv shim of a version not selected does not
+        return path is not None and subprocess.run(
+            [path, "-c", ""], capture_output=True, timeout=30, check=False).returncode == 0
+
+    for minor in range(int(m.group(1)), 11, -1):
+        found = [shutil.which(f"python3.{minor}"),
+                 *map(str, cache.glob(f"cpython-3.{minor}.*/bin/python3.{minor}"))]
+        if any(runs(c) for c in found):
+            return False
+    return True
+
+
 def test_functions(path: Path) -> list[str]:
     return re.findall(r"^def (test_\w+)\(", path.read_text(), re.M)
 
@@ -204,7 +227,7 @@ def jobs(args: list[str]) -> list[Job]:
     out.append(Job("unit, ui, simdrive, buildroot", [*pytest, *fast],
                    est("unit, ui, simdrive, buildroot")))
     out.append(Job("image-pins", [str(REPO / "scripts" / "test-image-python.sh"), *args],
-                   est("image-pins"), heavy="image-pins" in HEAVY))
+                   est("image-pins"), heavy=image_pins_builds()))
     for i, job in enumerate(out):
         job.number = i
     return out
