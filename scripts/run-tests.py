@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -154,26 +153,10 @@ def read_durations() -> dict[str, float]:
 
 
 def image_pins_builds() -> bool:
-    """Whether image-pins builds its CPython first: no python3.X from the image's minor
-    down to 3.12 on PATH or in the cache (scripts/test-image-python.sh find_python looks
-    there, in that order, before it builds one)."""
-    pins = (REPO / "scripts" / "image-pins.txt").read_text()
-    m = re.search(r"^# image python: *3\.(\d+)\.\d+$", pins, re.M)
-    if m is None:
-        return True
-    cache = Path(os.environ.get("SSDBENCH_CACHE") or Path(
-        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ssdbench")
-
-    def runs(path: str | None) -> bool:  # a pyenv shim of a version not selected does not
-        return path is not None and subprocess.run(
-            [path, "-c", ""], capture_output=True, timeout=30, check=False).returncode == 0
-
-    for minor in range(int(m.group(1)), 11, -1):
-        found = [shutil.which(f"python3.{minor}"),
-                 *map(str, cache.glob(f"cpython-3.{minor}.*/bin/python3.{minor}"))]
-        if any(runs(c) for c in found):
-            return False
-    return True
+    """Whether image-pins builds its CPython first: its script finds no interpreter it
+    could take without building one (scripts/test-image-python.sh --find)."""
+    return subprocess.run([str(REPO / "scripts" / "test-image-python.sh"), "--find"],
+                          capture_output=True, timeout=60, check=False).returncode != 0
 
 
 def test_functions(path: Path) -> list[str]:

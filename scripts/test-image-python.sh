@@ -4,6 +4,8 @@
 # newest CPython this machine can get. Part of `make test`; alone: `make test-image-python`.
 #
 #   scripts/test-image-python.sh [PYTEST ARGS...]
+#   scripts/test-image-python.sh --find    the interpreter it would take without building one
+#                                          (exit 1: none, a run would build one first)
 #
 # The interpreter, for each series from the image's (scripts/image-pins.txt, "image python")
 # down to 3.12, the first that works:
@@ -110,6 +112,7 @@ build_cpython() {
     return 1
 }
 
+# find_python [nobuild]: prints the interpreter's path, or fails
 find_python() {
     local minor candidate
     for ((minor = image_minor; minor >= 12; minor--)); do
@@ -120,11 +123,16 @@ find_python() {
                 return 0
             fi
         done
-        if build_cpython "3.$minor"; then return 0; fi
+        if [[ ${1:-} != nobuild ]] && build_cpython "3.$minor"; then return 0; fi
     done
     return 1
 }
 
+if [[ ${1:-} == --find ]]; then  # scripts/run-tests.py: whether this run builds CPython first
+    if [[ -n ${IMAGE_PYTHON:-} ]]; then printf '%s\n' "$IMAGE_PYTHON"; exit 0; fi
+    find_python nobuild
+    exit
+fi
 mkdir -p "$cache"
 if [[ -n ${IMAGE_PYTHON:-} ]]; then
     python=$IMAGE_PYTHON
