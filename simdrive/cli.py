@@ -179,7 +179,7 @@ def start(args: argparse.Namespace) -> str:
     if old is not None and _pid_alive(old):
         raise SimdriveError(f"a simulated drive already runs in {d} (pid {old}); stop it first")
     sock = d / "nbd.sock"
-    for stale in (sock, pidfile, d / "data.img", d / "truth.jsonl"):
+    for stale in (sock, pidfile, d / "data.img", d / "truth.jsonl", d / "truth.complete"):
         stale.unlink(missing_ok=True)
     state = {
         "preset": personality.name, "size": size, "fob_iops": args.fob_iops,

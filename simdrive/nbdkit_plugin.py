@@ -14,6 +14,7 @@ import builtins
 import ctypes
 import errno
 import json
+import math
 import os
 import sys
 import threading
@@ -75,17 +76,29 @@ def _emit(obj: dict[str, Any]) -> None:
     _st.truth.write(json.dumps(obj, separators=(",", ":")) + "\n")
 
 
-def _flush_truth(everything: bool = False) -> None:
-    """Write the finished seconds and the pending events (caller holds the lock)."""
+def _flush_truth(everything: bool = False) -> float:
+    """Write the finished seconds and the pending events (caller holds the lock); the epoch
+    second before which the log now has every second (inf with ``everything``)."""
     assert _st.ftl is not None
+    now = time.time()
     for ev in _st.ftl.events:
         _emit(ev)
     _st.ftl.events.clear()
-    for sec, row in _st.ftl.final_bins(time.time(), everything):
+    for sec, row in _st.ftl.final_bins(now, everything):
         line = record(sec, row, _st.last_free)
         _st.last_free = line["free_blocks"]
         _emit(line)
     _st.truth.flush()
+    return math.inf if everything else math.floor(now)
+
+
+def _say_complete(before: float) -> None:
+    """DIR/truth.complete: the epoch second before which truth.jsonl has every second ("inf"
+    once the drive stopped), rewritten on every tick: what a reader waits for."""
+    path = os.path.join(os.path.dirname(os.path.abspath(_cfg["truth"])), "truth.complete")
+    with builtins.open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(f"{before}\n")
+    os.replace(path + ".tmp", path)
 
 
 def _ticker() -> None:
@@ -103,7 +116,9 @@ def _ticker() -> None:
                 _st.ftl.events.append({"event": "sanitize", "time": now, "via": "host"})
                 _st.zeroed = []
                 os.unlink(request)
-            _flush_truth()
+            # under the lock: cleanup's "inf" is never overwritten by a tick's second
+            _say_complete(_flush_truth())
+
 
 
 def config(key: str, value: str) -> None:
@@ -157,6 +172,7 @@ def cleanup() -> None:
                 "host_pages": _st.ftl.totals.host_pages, "nand_pages": _st.ftl.totals.nand_pages,
                 "gc_moves": _st.ftl.totals.gc_moves, "erases": _st.ftl.totals.erases}})
             _st.truth.close()
+            _say_complete(math.inf)
 
 
 def open(readonly: bool) -> int:

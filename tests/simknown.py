@@ -37,9 +37,6 @@ from ssdbench.fio import logs as fio_logs
 
 REPO = Path(__file__).resolve().parents[1]
 SIMDRIVE = REPO / "scripts" / "simdrive"
-# how often a served drive writes its finished seconds to truth.jsonl (simdrive/nbdkit_plugin.py
-# _ticker)
-TRUTH_TICK_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -48,14 +45,25 @@ class SimDrive:
     socket: Path
     loop: str | None
 
-    def truth(self) -> Truth:
+    def truth(self, timeout_s: float = 10.0) -> Truth:
         """The drive's log with every write it completed before this call: the drive writes
-        a second once it is over, on its next tick (every TRUTH_TICK_S), so the read waits
-        for the tick after the end of this second. A CI run read the enterprise drive's log
-        within a second of its torture's end and missed its last second (2026-11-28)."""
-        now = time.time()
-        time.sleep(max(0.0, math.floor(now) + 1 + TRUTH_TICK_S + 0.25 - now))
+        a second once it is over and says up to where its log is complete (DIR/truth.complete,
+        each tick and at shutdown), so the read waits until that is past this second. A CI
+        run read the enterprise drive's log within a second of its torture's end and missed
+        its last second (2026-11-28)."""
+        need = math.floor(time.time()) + 1
+        deadline = time.monotonic() + timeout_s
+        while (got := self._complete_before()) < need:
+            assert time.monotonic() < deadline, (
+                f"{self.dir}: the drive's log is complete before {got}, not {need}")
+            time.sleep(0.05)
         return truth_log.load(self.dir / "truth.jsonl")
+
+    def _complete_before(self) -> float:
+        try:
+            return float((self.dir / "truth.complete").read_text())
+        except (OSError, ValueError):  # not written yet, or a drive from before the file
+            return -math.inf
 
 
 def _simdrive(*args: str) -> str:

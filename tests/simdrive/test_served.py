@@ -7,6 +7,7 @@ import mmap
 import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from simdrive import cli, truth
 from simdrive.cli import SimdriveError
 from tests.conftest import require_root
+from tests.simknown import SimDrive
 
 pytestmark = pytest.mark.root
 
@@ -102,7 +104,13 @@ def test_data_trim_and_sanitize_through_the_loop_device(
         assert pread(dev, 5 * MIB, 3 * MIB) == bytes(3 * MIB)
         pwrite(dev, 0, data[:MIB])
         assert pread(dev, 0, MIB) == data[:MIB]
+        # the drive says up to where its log is complete (truth.complete): the harness's
+        # read waits for it to pass this second, and the log then has the last write
+        running = SimDrive(workdir, sock, dev).truth(timeout_s=5)
+        assert sum(s.host_pages for s in running.seconds) == 768 + 2 + 256
+        assert float((workdir / "truth.complete").read_text()) <= time.time()
     assert leftovers(workdir) == []
+    assert (workdir / "truth.complete").read_text() == "inf\n"  # stopped: all of it
     log = truth.load(workdir / "truth.jsonl")
     kinds = [e["event"] for e in log.events]
     assert kinds[0] == "start" and kinds[-1] == "stop"
