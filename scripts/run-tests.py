@@ -125,6 +125,8 @@ class Job:
     after: tuple[str, ...] = ()  # starts once these ended, whatever their outcome
     pytest: bool = True
     qemu: bool = False  # boots a QEMU guest (TCG: a core or two while it runs)
+    first: bool = False  # every guest waits for it (the dev image): taken first, on a core
+    # lane, at the normal priority
     alone: bool = False  # no other QEMU job at the same time (ALONE)
     quiet: bool = False  # no QEMU job beside it but an ALONE one, no HEAVY one (QUIET)
     heavy: bool = False  # fio flat out on the host: never beside an alone job (HEAVY)
@@ -171,7 +173,7 @@ def jobs(args: list[str]) -> list[Job]:
 
     pytest = [PY, "-m", "pytest", *args]
     out = [Job("dev-image", [str(REPO / "scripts" / "build-dev-image.sh")], est("dev-image"),
-               pytest=False)]
+               pytest=False, first=True)]
     for f in sorted((REPO / "tests" / "e2e").glob("test_*.py")):
         rel = f"tests/e2e/{f.name}"
         out.append(Job(rel, [*pytest, rel], est(rel), needs=("dev-image",), qemu=True,
@@ -235,7 +237,7 @@ def takes(kind: str, job: Job) -> bool:
     if kind == "light":
         return job.light
     if kind == "host":
-        return not (job.light or job.qemu or job.name == "dev-image")
+        return not (job.light or job.qemu or job.first)
     return not (job.light or job.name in HOST_ONLY)
 
 
@@ -273,7 +275,7 @@ class Runner:
                 if ready:
                     # the dev image first (the QEMU files wait for it), then a job that wants
                     # no QEMU beside it, while the other lane still runs light jobs
-                    job = max(ready, key=lambda j: (j.name == "dev-image", j.alone, j.quiet,
+                    job = max(ready, key=lambda j: (j.first, j.alone, j.quiet,
                                                     j.estimate_s))
                     self.todo.remove(job)
                     self.running.append(job)
@@ -304,7 +306,7 @@ class Runner:
             else:
                 # the dev image at the normal priority too: every guest waits for it (beside
                 # the host's jobs at the same priority it took 47 s, alone 25 s)
-                fore = job.light or job.name == "dev-image"
+                fore = job.light or job.first
                 argv = [*(FOREGROUND if fore else BACKGROUND), *job.argv]
                 proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -435,7 +437,7 @@ def failures(done: list[Job]) -> None:
 
 def main(args: list[str]) -> int:
     if args == ["--jobs"]:  # what would run, in the order a single lane would take it
-        for j in sorted(jobs([]), key=lambda j: (j.name != "dev-image", not j.alone,
+        for j in sorted(jobs([]), key=lambda j: (not j.first, not j.alone,
                                                  not j.quiet, -j.estimate_s)):
             notes = ([f"after {', '.join((*j.needs, *j.after))}"]
                      if j.needs or j.after else []) + \

@@ -56,7 +56,7 @@ def overlap(a: Any, b: Any) -> bool:
 
 
 def test_longest_first_needs_first_and_alone_never_beside_qemu(rt: ModuleType) -> None:
-    image = job(rt, "dev-image", 0.2)
+    image = job(rt, "dev-image", 0.2, first=True)
     quick = job(rt, "kiosk_quick", 0.6, needs=("dev-image",), qemu=True, alone=True)
     serial = job(rt, "serial", 0.8, needs=("dev-image",), qemu=True)
     boot = job(rt, "boot", 0.3, needs=("dev-image",), qemu=True)
@@ -96,7 +96,7 @@ def test_a_light_job_runs_on_its_own_lane_the_others_at_sched_idle_and_cpu_count
 
 def test_the_host_lane_takes_host_jobs_only_and_fills_the_minutes_alone_keeps_guests_out(
         rt: ModuleType) -> None:
-    image = job(rt, "dev-image", 0.1)
+    image = job(rt, "dev-image", 0.1, first=True)
     quick = job(rt, "kiosk_quick", 0.8, needs=("dev-image",), qemu=True, alone=True)
     boot = job(rt, "boot", 0.3, needs=("dev-image",), qemu=True)
     fio = job(rt, "pts-loop", 0.2, heavy=True)
@@ -144,7 +144,7 @@ def test_light_jobs_each_on_a_lane_of_their_own_at_once_after_the_part_they_wait
 
 def test_a_quiet_job_has_no_guest_beside_it_but_the_one_that_wants_no_other(
         rt: ModuleType) -> None:
-    image = job(rt, "dev-image", 0.1)
+    image = job(rt, "dev-image", 0.1, first=True)
     known = job(rt, "per-second", 0.5, quiet=True, light=True)  # wants no guest but quick
     quick = job(rt, "kiosk_quick", 0.3, needs=("dev-image",), qemu=True, alone=True)
     boot = job(rt, "boot", 0.2, needs=("dev-image",), qemu=True)
@@ -159,7 +159,7 @@ def test_a_quiet_job_has_no_guest_beside_it_but_the_one_that_wants_no_other(
 
 
 def test_a_heavy_host_job_never_runs_beside_one_that_wants_no_guest(rt: ModuleType) -> None:
-    image = job(rt, "dev-image", 0.1)
+    image = job(rt, "dev-image", 0.1, first=True)
     quick = job(rt, "kiosk_quick", 0.4, needs=("dev-image",), qemu=True, alone=True)
     fio = job(rt, "pts-loop", 0.3, heavy=True)
     unit = job(rt, "unit", 0.5)
@@ -183,7 +183,7 @@ def test_a_job_after_another_waits_for_its_end_whatever_its_outcome(rt: ModuleTy
 
 
 def test_a_failed_need_fails_its_dependants_and_the_rest_goes_on(rt: ModuleType) -> None:
-    image = job(rt, "dev-image", 0.1, rc=3)
+    image = job(rt, "dev-image", 0.1, rc=3, first=True)
     e2e = job(rt, "e2e", 0.1, needs=("dev-image",), qemu=True)
     unit = job(rt, "unit", 0.1)
     run(rt, [image, e2e, unit])
@@ -214,6 +214,7 @@ def test_the_jobs_cover_every_test_file(rt: ModuleType) -> None:
         top = rel.split("/")[1]
         assert rel in argv or f"tests/{top}" in argv.split(), rel
     assert any(j.name == "image-pins" for j in jobs)
+    assert [j.name for j in jobs if j.first] == ["dev-image"]
     (known,) = rt.LIGHT
     assert [j.name for j in jobs if j.alone] == ["tests/e2e/test_kiosk_quick.py"]
     assert [j.name for j in jobs if j.quiet] == [
