@@ -129,7 +129,7 @@ class Job:
     # lane, at the normal priority
     alone: bool = False  # no other QEMU job at the same time (ALONE)
     quiet: bool = False  # no QEMU job beside it but an ALONE one, no HEAVY one (QUIET)
-    heavy: bool = False  # fio flat out on the host: never beside an alone job (HEAVY)
+    heavy: bool = False  # fio flat out on the host: never beside an alone or quiet job (HEAVY)
     light: bool = False  # mostly waits: runs on a light lane (LIGHT)
     number: int = 0  # its place in jobs(): its temporary root's name
     # filled in as it runs
