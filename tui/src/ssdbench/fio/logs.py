@@ -34,10 +34,12 @@ Parsing is vectorized (numpy); the histogram log has its own reader (histlog.py)
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -634,13 +636,21 @@ def _fmt(value: float, digits: int) -> str:
     return "" if math.isnan(value) else f"{value:.{digits}f}"
 
 
+def _csv_text(header: str, rows: Iterable[Sequence[object]]) -> str:
+    """A CSV file's text, through the csv module (#42: every CSV is; these cells are numbers
+    and the phase names ssdbench chose, but a cell never joins another by hand)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header.split(","))
+    writer.writerows(rows)
+    return out.getvalue()
+
+
 def _csv(header: str, columns: Sequence[tuple[F64, int]]) -> str:
     lists = [col.tolist() for col, _ in columns]
     digits = [d for _, d in columns]
-    lines = [header]
-    for t, row in enumerate(zip(*lists, strict=True)):
-        lines.append(",".join([str(t), *(_fmt(v, d) for v, d in zip(row, digits, strict=True))]))
-    return "\n".join(lines) + "\n"
+    return _csv_text(header, ([str(t), *(_fmt(v, d) for v, d in zip(row, digits, strict=True))]
+                              for t, row in enumerate(zip(*lists, strict=True))))
 
 
 def iops_csv(series: Series) -> str:
@@ -673,7 +683,7 @@ PROBE_PHASES = ("clean", "after_torture", "after_trim")
 def probes_csv(fio_dir: Path) -> str | None:
     """probes.csv rows (phase, mean MiB/s, seconds, bytes, offset_bytes: where the probe's
     window starts) from the probes' final JSON."""
-    lines = ["phase,mib_s,seconds,bytes,offset_bytes"]
+    rows: list[list[object]] = []
     for phase in PROBE_PHASES:
         report = StageFiles(fio_dir, f"probe-{phase}").report()
         if report is None:
@@ -684,9 +694,9 @@ def probes_csv(fio_dir: Path) -> str | None:
         mib_s = total_bytes / seconds / MIB if seconds > 0 else float("nan")
         offsets = {j.offset_bytes for j in report.jobs}
         offset = offsets.pop() if len(offsets) == 1 else None
-        lines.append(f"{phase},{_fmt(mib_s, 3)},{seconds:.3f},{total_bytes},"
-                     f"{'' if offset is None else offset}")
-    return "\n".join(lines) + "\n" if len(lines) > 1 else None
+        rows.append([phase, _fmt(mib_s, 3), f"{seconds:.3f}", total_bytes,
+                     "" if offset is None else offset])
+    return _csv_text("phase,mib_s,seconds,bytes,offset_bytes", rows) if rows else None
 
 
 def write_run_csvs(run_dir: Path) -> dict[str, Reconciliation]:

@@ -12,7 +12,9 @@ run: a read that fails leaves an empty cell.
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
+import io
 import re
 import threading
 import time
@@ -101,9 +103,11 @@ class DriveWatch:
         finally:
             stop.set()
             thread.join(READ_TIMEOUT_S + 5)
-            lines = ["second,temperature_c"] + [
-                f"{s},{'' if t is None else t}" for s, t in rows]
-            atomic.write_text(run_dir / f"sensors-{stage}.csv", "\n".join(lines) + "\n")
+            out = io.StringIO()
+            writer = csv.writer(out, lineterminator="\n")
+            writer.writerow(["second", "temperature_c"])
+            writer.writerows((s, "" if t is None else t) for s, t in rows)
+            atomic.write_text(run_dir / f"sensors-{stage}.csv", out.getvalue())
 
 
 def health(before: DriveCounters | None, after: DriveCounters | None,
