@@ -23,6 +23,7 @@ from ssdbench.erase import hdparm as erase_hdparm
 from ssdbench.erase import hidden
 from ssdbench.fio import status
 from ssdbench.grade.counters import parse_smartctl_grade
+from ssdbench.grade.rules import grade_drive
 from ssdbench.grade.selftest import parse_nvme_self_test_log, parse_smartctl_capabilities
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -44,6 +45,15 @@ def _fio_stream(text: str) -> list[status.FioReport]:
     split = status.JsonStreamSplitter()
     objects = split.feed(text) + split.finish()
     return [status.parse_report(obj) for obj in objects]
+
+def _json_body(parse: Parser) -> Parser:
+    """``parse`` of a capture's tool output alone: the ``# source:`` header lines cut, so
+    the mutations reach the JSON's values, not only a header that fails to load."""
+    def body(text: str) -> Any:
+        _, sep, rest = text.partition("# --- end of header; verbatim content follows ---")
+        return parse(rest.partition("\n")[2] if sep else text)
+    return body
+
 
 PARSERS: dict[str, tuple[Parser, list[Path]]] = {
     "hdparm -I (devices)": (hdparm.parse_hdparm_identify, _files(
@@ -78,6 +88,14 @@ PARSERS: dict[str, tuple[Parser, list[Path]]] = {
         "fio/*/stdout.txt", "fio/pts-*/*.json")),
     "smartctl grade": (parse_smartctl_grade, _files(
         "fixtures/smart/smartctl-*", "bundles/*/cmd/smartctl_-j_-x_*.out")),
+    # #42 item 6: the captures' JSON itself, through the parsers and, for the grade, the
+    # rules too (10^400 power-on hours once raised OverflowError in the rules)
+    "smartctl -j (JSON)": (_json_body(smart.parse_smartctl_json), _files(
+        "fixtures/smart/smartctl-*.json")),
+    "smartctl counters (JSON)": (_json_body(counters.parse_smartctl_counters), _files(
+        "fixtures/smart/smartctl-*.json")),
+    "smartctl grade, graded (JSON)": (_json_body(lambda t: grade_drive(
+        parse_smartctl_grade(t))), _files("fixtures/smart/smartctl-*.json")),
     "nvme self-test-log -o json": (parse_nvme_self_test_log, _files(
         "fixtures/selftest/nvme-self-test-log-json_*")),
     "smartctl -c": (parse_smartctl_capabilities, _files(
@@ -174,3 +192,32 @@ def test_every_parser_raises_only_parse_error_on_mutated_captures(name: str) -> 
                 key = f"{type(exc).__name__}: {str(exc)[:80]}"
                 problems.setdefault(key, f"{path.name} round {n} ({kind})")
     assert problems == {}, "\n".join(f"{k}  <- {v}" for k, v in problems.items())
+
+
+def test_the_smartctl_raw_value_decoder_raises_only_parse_error() -> None:
+    """#42 item 6: every raw value smartctl can print decodes back to its format; random
+    values with random strings (digits, fields, hex, huge, negative, not numbers) give a
+    decoding or a ParseError, nothing else."""
+    rng = random.Random("smartctl raw values")
+    strings = ["", "0", "-1", "9" * 5000, "0x", "1 2", "1 2 3 4", "1/", "/1", "h+m",
+               "NaN", "1e999", "12 (Average ", "36 (Min/Max 1/2 #", "\u0663", "0x" + "f" * 40]
+    problems: dict[str, str] = {}
+    for n in range(20000):
+        value: Any = rng.choice([rng.getrandbits(rng.choice([8, 16, 24, 32, 48, 56, 64])),
+                                 rng.choice([-1, 2**64, 2**70, 10**400, 1.5, float("inf"),
+                                             "5", None, True])])
+        fmt = rng.choice(sorted(smart._FORMATS))
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
+            printed = smart.render_raw(fmt, value)
+            got = smart.decode_raw(5, "x", value, printed)  # smartctl's own: always decoded
+            if smart.render_raw(got.format, value) != printed:
+                problems.setdefault("round trip", f"{fmt} {value}")
+        string = rng.choice([*strings, smart.render_raw(fmt, rng.getrandbits(48))])
+        try:
+            smart.decode_raw(rng.choice([5, 188, 194]), "x", value, string)
+        except ParseError:
+            pass
+        except Exception as exc:  # what the fuzz tier exists to find
+            problems.setdefault(f"{type(exc).__name__}: {str(exc)[:80]}",
+                                f"round {n}: {value!r:.40} {string!r:.40}")
+    assert problems == {}, problems

@@ -154,11 +154,14 @@ def test_counters_that_contradict_each_other_say_history_may_have_been_reset() -
                        "power-on hours"], reasons
 
 
-def test_a_counter_of_the_wrong_type_is_unknown_never_zero() -> None:
+def test_a_counter_of_the_wrong_type_is_not_gradable_never_zero() -> None:
     obj = doc(SATA)
-    attr(obj, 5)["raw"] = {"value": "12", "string": "twelve"}
-    inputs = parse_smartctl_grade(json.dumps(obj))
-    assert inputs.reallocated is None
+    attr(obj, 5)["raw"] = {"value": "12", "string": "twelve"}  # not smartctl's raw value
+    with pytest.raises(ParseError, match="attribute 5"):
+        parse_smartctl_grade(json.dumps(obj))
+    obj["power_cycle_count"] = "13"  # a top-level counter of the wrong type: unknown
+    attr(obj, 5)["raw"] = {"value": 12, "string": "12"}
+    assert parse_smartctl_grade(json.dumps(obj)).power_cycles is None
     # a vendor's packed raw value: the count smartctl decoded first (Seagate's 188 "0 0 0")
     attr(obj, 5)["raw"] = {"value": 4295032833, "string": "1 1 1"}
     assert parse_smartctl_grade(json.dumps(obj)).reallocated == 1
@@ -171,8 +174,9 @@ def test_a_counter_of_the_wrong_type_is_unknown_never_zero() -> None:
     attr(obj, 5)["raw"] = {"value": 0, "string": "0"}
     assert graded(obj)[0] == NOTE
     obj = doc(NVME)
-    obj["nvme_smart_health_information_log"]["media_errors"] = -7
-    assert parse_smartctl_grade(json.dumps(obj)).media_errors is None
+    obj["nvme_smart_health_information_log"]["media_errors"] = -7  # no drive counts below 0
+    with pytest.raises(ParseError, match="media_errors is -7: out of range"):
+        parse_smartctl_grade(json.dumps(obj))
 
 
 def test_a_capacity_that_does_not_add_up_is_named() -> None:

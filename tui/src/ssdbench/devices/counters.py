@@ -19,11 +19,16 @@ Shapes handled:
   ``nvme_smart_health_information_log``; ATA drives through the device statistics
   ("Logical Sectors Written") or the attributes whose names say their unit
   (Total_LBAs_Written, Host_Writes_32MiB, Host_Writes_GiB, NAND_Writes_1GiB, ...). An
-  attribute whose unit is not known is not guessed at: the value is null.
+  attribute whose unit is not known is not guessed at: the value is null. Raw values are
+  decoded as smartctl printed them (devices/smart.py).
+
+A counter that is a number no drive reports (negative, wider than 128 bits, infinite, a
+string of more digits than a 128-bit number has) is a ParseError, never a crash or a guess.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -31,7 +36,13 @@ from typing import Any
 
 from ssdbench.devices.model import ParseError
 from ssdbench.devices.nvme import load_json_object
-from ssdbench.devices.smart import SMARTCTL_FATAL_BITS, dig
+from ssdbench.devices.smart import (
+    COUNTER_MAX,
+    SMARTCTL_FATAL_BITS,
+    attribute_count,
+    attribute_raw_value,
+    dig,
+)
 
 NVME_DATA_UNIT = 512 * 1000
 KELVIN = 273
@@ -67,20 +78,32 @@ class DriveCounters:
         return data
 
 
-def _count(value: Any) -> int | None:
+_COUNTER_DIGITS = len(str(COUNTER_MAX))  # 39
+
+
+def _count(value: Any, what: str = "a counter") -> int | None:
     """A non-negative counter: a JSON number, or a string of digits (thousands separators
-    allowed); anything else is unknown."""
-    if isinstance(value, bool):
+    allowed); anything else is unknown. A number no drive reports (negative, over 128 bits,
+    infinite) is a ParseError naming ``what``."""
+    if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value) or value < 0 or value > COUNTER_MAX:
+            raise ParseError(f"{what} is {value}: out of range")
+        return int(value) if value.is_integer() else None
     if isinstance(value, str):
         # "17" (2.2), "2,752,848" (2.3 under a locale with separators), "4445011.000000" (2.1)
         text = re.sub(r"\.0*$", "", value.strip().replace(",", ""))
-        if text.isdigit():
-            return int(text)
+        if not (text.isascii() and text.isdigit()):
+            return None
+        if len(text.lstrip("0")) > _COUNTER_DIGITS:  # int() of 4300+ digits raises
+            raise ParseError(f"{what} is a {len(text)}-digit number: out of range")
+        value = int(text)
+    if isinstance(value, int):
+        if not 0 <= value <= COUNTER_MAX:
+            shown = value if len(str(abs(value))) <= 24 else "a huge number"
+            raise ParseError(f"{what} is {shown}: out of range")
+        return value
     return None
 
 
@@ -92,8 +115,8 @@ def nvme_temperature_c(value: Any) -> int | None:
             return int(m.group(1))
         if m := re.search(r"(\d+)\s*K\b", value):
             return int(m.group(1)) - KELVIN
-        value = _count(value)
-    kelvin = _count(value)
+        value = _count(value, "temperature")
+    kelvin = _count(value, "temperature")
     return kelvin - KELVIN if kelvin else None
 
 
@@ -108,23 +131,27 @@ def _times(value: int | None, unit: int) -> int | None:
 
 def _nvme_log(log: Mapping[str, Any], tool: str, temperature_c: int | None) -> DriveCounters:
     lower = {str(k).lower(): v for k, v in log.items()}  # nvme-cli 2.7 spelled "Temperature"
-    get = lower.get
+
+    def num(*keys: str) -> int | None:
+        """The first of ``keys`` the log has, as a counter (its name in the error)."""
+        key = next((k for k in keys if k in lower), keys[0])
+        return _count(lower.get(key), f"{tool}: {key}")
+
     return DriveCounters(
         tool=tool,
         temperature_c=temperature_c,
-        host_writes_bytes=_times(_count(get("data_units_written")), NVME_DATA_UNIT),
-        host_reads_bytes=_times(_count(get("data_units_read")), NVME_DATA_UNIT),
-        power_on_hours=_count(get("power_on_hours")),
-        power_cycles=_count(get("power_cycles")),
-        unsafe_shutdowns=_count(get("unsafe_shutdowns")),
-        media_errors=_count(get("media_errors")),
-        percentage_used=_count(get("percent_used", get("percentage_used"))),
-        available_spare=_count(get("avail_spare", get("available_spare"))),
-        warning_temp_minutes=_count(get("warning_temp_time")),
-        critical_temp_minutes=_count(get("critical_comp_time")),
+        host_writes_bytes=_times(num("data_units_written"), NVME_DATA_UNIT),
+        host_reads_bytes=_times(num("data_units_read"), NVME_DATA_UNIT),
+        power_on_hours=num("power_on_hours"),
+        power_cycles=num("power_cycles"),
+        unsafe_shutdowns=num("unsafe_shutdowns"),
+        media_errors=num("media_errors"),
+        percentage_used=num("percent_used", "percentage_used"),
+        available_spare=num("avail_spare", "available_spare"),
+        warning_temp_minutes=num("warning_temp_time"),
+        critical_temp_minutes=num("critical_comp_time"),
         thermal_throttle_events=_sum(*(
-            _count(get(f"thm_temp{i}_trans_count",
-                       get(f"thermal_mgmt_temperature_{i}_transition_count")))
+            num(f"thm_temp{i}_trans_count", f"thermal_mgmt_temperature_{i}_transition_count")
             for i in (1, 2))),
     )
 
@@ -142,18 +169,23 @@ def parse_nvme_smart_log(text: str) -> DriveCounters:
 _UNIT = {"mib": 2**20, "gib": 2**30, "gb": 2**30}
 
 
-def _attribute_bytes(name: str, raw: int, sector: int) -> tuple[str, int] | None:
-    """("host"|"nand", bytes) of an ATA attribute whose name gives its unit."""
+def _attribute_unit(name: str, sector: int) -> tuple[str, int] | None:
+    """("host"|"nand", bytes per unit of the raw count) of an ATA attribute whose name gives
+    its unit (Total_LBAs_Written, Host_Writes_32MiB, NAND_Writes_1GiB, ..)."""
     low = name.lower()
     if low == "total_lbas_written":
-        return "host", raw * sector
-    m = re.fullmatch(r"(host|nand|flash|total_nand)_writes?_(\d*)(mib|gib|gb)", low)
+        return "host", sector
+    m = re.fullmatch(r"(host|nand|flash|total_nand)_writes?_(\d{0,6})(mib|gib|gb)", low)
     if m is None:
-        m = re.fullmatch(r"(lifetime|total)_writes_(\d*)(gib|gb)", low)
+        m = re.fullmatch(r"(lifetime|total)_writes_(\d{0,6})(gib|gb)", low)
         if m is None:
             return None
     kind = "host" if m.group(1) in ("host", "lifetime", "total") else "nand"
-    return kind, raw * int(m.group(2) or 1) * _UNIT[m.group(3)]
+    return kind, int(m.group(2) or 1) * _UNIT[m.group(3)]
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 class Unreadable(ParseError):
@@ -167,7 +199,7 @@ def parse_smartctl_counters(text: str) -> DriveCounters:
     QEMU's AHCI disk) do not have, and what was read is still good."""
     obj = load_json_object(text, "smartctl")
     counters = _smartctl_counters(obj)
-    status = _count(dig(obj, "smartctl", "exit_status")) or 0
+    status = _count(dig(obj, "smartctl", "exit_status"), "smartctl: exit_status") or 0
     nothing = all(v is None for k, v in vars(counters).items() if k != "tool")
     if status & 0x03 or (status & SMARTCTL_FATAL_BITS and nothing):
         raise Unreadable("smartctl could not read the drive")
@@ -183,28 +215,27 @@ def _smartctl_counters(obj: dict[str, Any]) -> DriveCounters:
         # smartctl's own names (available_spare, percentage_used, and after 7.5
         # thermal_mgmt_temperature_N_transition_count) are looked up beside nvme-cli's
         return _nvme_log(nvme_log, "smartctl", temp_c)
-    sector = _count(obj.get("logical_block_size")) or 512
+    sector = _count(obj.get("logical_block_size"), "smartctl: logical_block_size") or 512
+    table = _list(dig(obj, "ata_smart_attributes", "table"))
     if temp_c is None:  # `smartctl -A` of some versions: the attributes only
-        temp_c = _attribute_temperature(dig(obj, "ata_smart_attributes", "table") or [])
+        temp_c = _attribute_temperature(table)
     host = nand = None
-    for page in dig(obj, "ata_device_statistics", "pages") or []:
-        for entry in dig(page, "table") or []:
+    for page in _list(dig(obj, "ata_device_statistics", "pages")):
+        for entry in _list(dig(page, "table")):
             if isinstance(entry, Mapping) and entry.get("name") == "Logical Sectors Written":
-                written = _count(entry.get("value"))
+                written = _count(entry.get("value"), "smartctl: Logical Sectors Written")
                 host = None if written is None else written * sector
     # an attribute's name (and so its unit) is the drive database's: a drive not in it gets
     # generic names whose units may be wrong (a WD Red SA500 counts "Total_LBAs_Written" in
     # GiB), so only the device statistics count then
     named = obj.get("in_smartctl_database") is not False
-    for attr in (dig(obj, "ata_smart_attributes", "table") or []) if named else []:
-        if not isinstance(attr, Mapping):
+    for attr in table if named else []:
+        unit = _attribute_unit(str(attr.get("name", "")), sector) if isinstance(
+            attr, Mapping) else None
+        raw = None if unit is None else attribute_count(attr)  # as smartctl printed it
+        if unit is None or raw is None:
             continue
-        raw = _count(dig(attr, "raw", "value"))
-        found = _attribute_bytes(str(attr.get("name", "")), raw, sector) if raw is not None \
-            else None
-        if found is None:
-            continue
-        kind, value = found
+        kind, value = unit[0], raw * unit[1]
         if kind == "host" and host is None:
             host = value
         elif kind == "nand" and nand is None:
@@ -214,8 +245,8 @@ def _smartctl_counters(obj: dict[str, Any]) -> DriveCounters:
         temperature_c=temp_c,
         host_writes_bytes=host,
         nand_writes_bytes=nand,
-        power_on_hours=_count(dig(obj, "power_on_time", "hours")),
-        power_cycles=_count(obj.get("power_cycle_count")),
+        power_on_hours=_count(dig(obj, "power_on_time", "hours"), "smartctl: power_on_time"),
+        power_cycles=_count(obj.get("power_cycle_count"), "smartctl: power_cycle_count"),
     )
 
 
@@ -225,7 +256,7 @@ def _attribute_temperature(table: list[Any]) -> int | None:
     for wanted in (194, 190):
         for attr in table:
             if isinstance(attr, Mapping) and attr.get("id") == wanted:
-                raw = _count(dig(attr, "raw", "value"))
+                raw = attribute_raw_value(attr)
                 if raw is not None and 0 < raw & 0xFF < 128:
                     return raw & 0xFF
     return None

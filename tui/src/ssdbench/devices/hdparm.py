@@ -182,12 +182,20 @@ def _field(lines: list[str], key: str) -> str | None:
     return None
 
 
+# an LBA48 sector count is a 48-bit field of IDENTIFY (ATA8-ACS words 100-103)
+MAX_LBA48_SECTORS = 2**48 - 1
+
+
 def _int_after(lines: list[str], pattern: str) -> int | None:
     rx = re.compile(pattern)
     for line in lines:
         m = rx.search(line)
         if m:
-            return int(m.group(1))
+            digits = m.group(1)
+            if len(digits) > 20:  # int() of 4300+ digits raises ValueError, not ours
+                raise ParseError(f"hdparm -I: {line.strip()[:40]}…: a {len(digits)}-digit "
+                                 "number")
+            return int(digits)
     return None
 
 
@@ -217,6 +225,9 @@ def parse_hdparm_identify(text: str) -> AtaIdentify:
     lba48 = _int_after(config, r"LBA48\s+user addressable sectors:\s*(\d+)")
     lba28 = _int_after(config, r"LBA\s+user addressable sectors:\s*(\d+)")
     sectors = lba48 if lba48 else lba28
+    if sectors is not None and sectors > MAX_LBA48_SECTORS:
+        raise ParseError(f"hdparm -I: {sectors} user addressable sectors: more than 48 bits "
+                         "hold")
     both = _int_after(config, r"Logical/Physical Sector size:\s*(\d+)")
     logical = _int_after(config, r"Logical\s+Sector size:\s*(\d+)") or both
     physical = _int_after(config, r"Physical Sector size:\s*(\d+)") or both

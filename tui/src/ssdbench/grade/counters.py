@@ -1,22 +1,24 @@
 """What grading reads from a drive: ``smartctl -j -x`` (smartmontools 7.x), ATA or NVMe,
 parsed into one frozen dataclass (docs/grading.md).
 
-Every value is untrusted: a counter that is not a non-negative JSON integer is unknown
-(None), never 0. ATA attributes are read by their ID (the raw value, as smartctl decodes
-it) except the wear attributes, read by the name smartctl's drive database gives them
-(an ``Unknown_Attribute`` is not guessed at); NVMe values from smartctl's
+Every value is untrusted: a counter that is not a JSON integer is unknown (None), never 0;
+one that is a number no drive reports (negative, wider than smartctl's 128 bits, infinite)
+is a ParseError, and so the drive is "not gradable". ATA attributes are read by their ID,
+their raw value decoded in the format smartctl printed it in (devices/smart.py: hex48,
+the 16-bit fields of raw16, raw16(raw16), ..; 188's count in its low 16 bits), except the
+wear attributes, read by the name smartctl's drive database gives them (an
+``Unknown_Attribute`` is not guessed at); NVMe values from smartctl's
 ``nvme_smart_health_information_log`` or, given instead, ``nvme smart-log -o json``'s keys.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ssdbench.devices.model import ParseError
 from ssdbench.devices.nvme import load_json_object
-from ssdbench.devices.smart import dig
+from ssdbench.devices.smart import attribute_count, counter, dig
 
 # ATA attribute IDs (raw values): Backblaze's five failure predictors and the cable's CRC
 REALLOCATED, REPORTED_UNCORRECTABLE, COMMAND_TIMEOUT = 5, 187, 188
@@ -26,6 +28,16 @@ PENDING, OFFLINE_UNCORRECTABLE, CRC_ERRORS = 197, 198, 199
 LIFE_LEFT_NAMES = ("Wear_Leveling_Count", "Media_Wearout_Indicator", "SSD_Life_Left",
                    "Percent_Lifetime_Remain", "Remaining_Lifetime_Perc",
                    "Percent_Life_Remaining", "Drive_Life_Remaining%")
+# names smartctl's drive database (drivedb.h, 7.5) gives these IDs on drives where they count
+# something else: read as what they are named, they would grade a drive scrap for the GiB it
+# has read ("-v 198,raw48,Host_Reads_GiB"); such an attribute is not read, and said so
+OTHER_MEANINGS = {
+    197: frozenset({"Not_In_Use"}),
+    198: frozenset({"Host_Reads_GiB", "Read_Sectors_Tot_Ct", "Not_In_Use"}),
+    199: frozenset({"Host_Writes_GiB", "Write_Sectors_Tot_Ct"}),
+}
+# smartctl's exit status bit 3: "SMART status check returned DISK FAILING" (smartctl(8))
+SMARTCTL_DISK_FAILING = 0x08
 # ATA self-test status (the upper nibble): 0 passed, 1 aborted by the host, 2 interrupted,
 # 15 in progress; 3..8 a failure the drive found
 SELF_TEST_FAILED = range(3, 9)
@@ -99,16 +111,14 @@ def _attributes(obj: dict[str, Any]) -> dict[int, dict[str, Any]]:
 
 
 def _raw(attrs: dict[int, dict[str, Any]], ident: int) -> int | None:
-    """An attribute's count: the first number smartctl decoded into raw.string (a vendor
-    may pack several 16-bit fields into the 48-bit raw value: Seagate's 188 reads "0 0 0"),
-    else the raw value."""
+    """An attribute's count as smartctl decodes its raw value (devices/smart.py): the count
+    the printed format holds ("0x0000000001f4" is 500, raw16 "0 0 5" is 5, raw16(raw16)
+    "8 (1 0)" is 8), 188 its low 16 bits; a raw value smartctl would not print that way is a
+    ParseError."""
     attr = attrs.get(ident)
-    if attr is None:
+    if attr is None or attr.get("name") in OTHER_MEANINGS.get(ident, ()):
         return None
-    text = dig(attr, "raw", "string")
-    if isinstance(text, str) and (m := re.match(r"\s*(\d+)", text)):
-        return int(m.group(1))
-    return whole(dig(attr, "raw", "value"))
+    return attribute_count(attr)
 
 
 def _device_statistic(obj: dict[str, Any], name: str) -> int | None:
@@ -118,7 +128,7 @@ def _device_statistic(obj: dict[str, Any], name: str) -> int | None:
         for row in table if isinstance(table, list) else []:
             if isinstance(row, dict) and row.get("name") == name and \
                     dig(row, "flags", "valid") is not False:
-                return whole(row.get("value"))
+                return counter(row.get("value"), f"device statistic {name!r}")
     return None
 
 
@@ -183,10 +193,12 @@ def parse_smartctl_grade(text: str) -> GradeInputs:
     nvme = dig(obj, "nvme_smart_health_information_log")
     attrs = _attributes(obj)
     passed = dig(obj, "smart_status", "passed")
+    if not isinstance(passed, bool):  # smartctl's verdict, where the JSON has no member
+        passed = False if (status or 0) & SMARTCTL_DISK_FAILING else None
     common: dict[str, Any] = {
-        "smart_passed": passed if isinstance(passed, bool) else None,
-        "power_on_hours": whole(dig(obj, "power_on_time", "hours")),
-        "power_cycles": whole(obj.get("power_cycle_count")),
+        "smart_passed": passed,
+        "power_on_hours": counter(dig(obj, "power_on_time", "hours"), "power_on_time.hours"),
+        "power_cycles": counter(obj.get("power_cycle_count"), "power_cycle_count"),
         "warnings": warnings,
         "reported_bytes": whole(dig(obj, "user_capacity", "bytes")),
     }
@@ -196,17 +208,20 @@ def parse_smartctl_grade(text: str) -> GradeInputs:
             spaces[0], dict) else {}
         common["namespace_bytes"] = tuple(whole(dig(ns, k, "bytes"))
                                           for k in ("size", "capacity", "utilization"))
-        units = whole(nvme.get("data_units_written"))
+        def log(key: str) -> int | None:
+            return counter(nvme.get(key), key)
+
+        units = log("data_units_written")
         return GradeInputs(
             True, transport="nvme", **common,
             host_writes_bytes=None if units is None else units * 512_000,
-            critical_warning=whole(nvme.get("critical_warning")),
-            available_spare=whole(nvme.get("available_spare")),
-            spare_threshold=whole(nvme.get("available_spare_threshold")),
-            percentage_used=whole(nvme.get("percentage_used")),
-            media_errors=whole(nvme.get("media_errors")),
-            error_log_entries=whole(nvme.get("num_err_log_entries")),
-            unsafe_shutdowns=whole(nvme.get("unsafe_shutdowns")),
+            critical_warning=log("critical_warning"),
+            available_spare=log("available_spare"),
+            spare_threshold=log("available_spare_threshold"),
+            percentage_used=log("percentage_used"),
+            media_errors=log("media_errors"),
+            error_log_entries=log("num_err_log_entries"),
+            unsafe_shutdowns=log("unsafe_shutdowns"),
             self_test=_nvme_self_test(obj))
     if not attrs:
         if dig(obj, "scsi_grown_defect_list") is not None or dig(obj, "scsi_model_name"):
@@ -217,7 +232,11 @@ def parse_smartctl_grade(text: str) -> GradeInputs:
     life = next(((str(a.get("name")), whole(a.get("value"))) for a in attrs.values()
                  if a.get("name") in LIFE_LEFT_NAMES), ("", None))
     sectors = _device_statistic(obj, "Logical Sectors Written")
-    block = whole(obj.get("logical_block_size")) or 512
+    common["warnings"] += tuple(
+        f"attribute {i} is {attrs[i].get('name')} on this drive (smartctl's drive database): "
+        "not read as the counter its ID usually holds"
+        for i, names in OTHER_MEANINGS.items() if i in attrs and attrs[i].get("name") in names)
+    block = counter(obj.get("logical_block_size"), "logical_block_size", 2**32) or 512
     return GradeInputs(
         True, transport="ata", **common,
         host_writes_bytes=None if sectors is None else sectors * block,
