@@ -57,3 +57,68 @@ def test_the_idle_periods_are_whole_seconds_told_apart():
             build_params(sets=[f"hir_waits={bad}"])
     with pytest.raises(ParamError, match="hir_repetitions"):
         build_params(sets=["hir_repetitions=0"])
+
+
+# The shapes of #43: each failed on the rule before 2026-11-28 (the bursts were the runs of
+# seconds above 1% of the busiest second, a burst shorter than burst_s was dropped)
+
+def _bursts_with_stalls(count: int, stalled: set[int], level: float, burst_s: int,
+                        idle_s: int, seed: int) -> tuple[np.ndarray, float]:
+    """``count`` bursts of ``burst_s`` whole seconds after a 15-s first burst, each followed
+    by ``idle_s`` zero seconds; the bursts in ``stalled`` have one zero second in their
+    middle (the drive stalled). Returns the series and the true IOPS over all bursts."""
+    rng = np.random.default_rng(seed)
+    out = [level] * 15 + [0.0] * idle_s
+    writes = 0.0
+    for k in range(count):
+        b = list(rng.normal(level, 0.03 * level, burst_s))
+        if k in stalled:
+            b[burst_s // 2] = 0.0
+        writes += sum(b)
+        out += b + [0.0] * idle_s
+    return np.asarray(out), writes / (count * burst_s)
+
+
+@pytest.mark.parametrize(("burst_s", "idle_s", "stalled", "seed"), [
+    (5, 10, {3, 9, 14, 20, 27}, 1), (5, 50, {0, 29}, 2), (3, 5, {5, 6, 7, 8, 9, 10}, 3)])
+def test_a_second_without_writes_inside_a_burst_does_not_drop_it(
+        burst_s: int, idle_s: int, stalled: set[int], seed: int) -> None:
+    """A zero second split a burst in two runs, both shorter than burst_s and dropped: 25 of
+    30 bursts counted and the recovery 4-9% high. The PTS takes the IOPS over all bursts,
+    stall seconds included, and ssdbench names them."""
+    idle, truth = _bursts_with_stalls(30, stalled, 800.0, burst_s, idle_s, seed)
+    st = hir_state(idle_s, idle, np.full(30, 500.0), burst_s=burst_s, baseline=500.0)
+    assert st.bursts == 30, st
+    assert st.burst_iops == pytest.approx(truth, rel=1e-9)
+    assert st.recovery == pytest.approx(truth / 500.0, rel=1e-9)
+    assert st.stall_seconds == len(stalled)
+    assert st.note is not None and f"{len(stalled)} second(s) without writes" in st.note
+
+
+def test_a_burst_the_drive_stalled_through_counts_at_no_writes() -> None:
+    idle, _ = _bursts_with_stalls(10, set(), 800.0, 5, 10, 4)
+    idle = idle.copy()
+    fourth = 15 + 10 + 3 * 15  # the fourth measured burst's first second
+    idle[fourth:fourth + 5] = 0.0
+    st = hir_state(10, idle, [500.0], burst_s=5, baseline=500.0)
+    assert st.bursts == 10 and st.stall_seconds == 5, st
+    assert st.burst_iops == pytest.approx(idle[25:].sum() / 50)
+    assert st.note is not None and "1 burst(s) stalled through" in st.note
+
+
+@pytest.mark.parametrize(("peak", "wait_s"), [(125.0, 50), (150.0, 25), (300.0, 15)])
+def test_the_burst_threshold_is_the_drives_baseline_not_its_busiest_second(
+        peak: float, wait_s: int) -> None:
+    """A drive whose SLC cache, refilled by a long idle, makes each burst's first second
+    ``peak`` times its baseline: at 1% of the busiest second every other second was under
+    the threshold, no burst lasted burst_s and the 50-s idle cell was blank."""
+    base = 400.0
+    burst = [peak * base] + [base] * 4
+    idle = _idle_period(15, burst, wait_s, count=5, cut=[base])
+    st = hir_state(wait_s, idle, np.full(20, base), burst_s=5, baseline=base)
+    assert st.bursts == 5, st
+    assert st.burst_iops == pytest.approx((peak + 4) * base / 5)
+    assert st.recovery == pytest.approx((peak + 4) / 5)
+    # without the WSAT's baseline, the return to it sets the threshold
+    st2 = hir_state(wait_s, idle, np.full(20, base), burst_s=5, baseline=None)
+    assert st2.bursts == 5 and st2.burst_iops == pytest.approx(st.burst_iops)

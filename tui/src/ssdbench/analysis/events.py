@@ -22,6 +22,12 @@ cliff, throttles, stalls, steps, gradual declines and late falls (docs/analysis.
   the drive's level, so it does not set the final level (it is named, not hidden), unless
   it goes below ``CLIFF_FRACTION`` and no cliff came before it: a large drive can reach its
   cliff late in the run, but a drive past its cliff that dips at the end has only dipped.
+  Past the cliff, a fall the run ends inside before the drive stayed below for
+  ``RECOVERY_SHARE`` of the time it held the level before (``FINAL_MIN_S`` or more) is a
+  late fall too, however long against a fixed window.
+* The **end of fresh-out-of-box** (``Events.fob_end``) is the first sharp fall the drive
+  does not recover from (a step, or the cliff itself), never after the cliff: a drive that
+  leaves its first level in two falls has its FOB end at the first, its cliff at the last.
 * **Stalls** are runs of stall seconds (at 0, or below 1% of the series' median).
 
 Short levels between a higher and a lower one (a fall passing through an intermediate
@@ -85,6 +91,11 @@ class Events:
     final_start_s: int | None
     noise: float  # per-second noise of ln(value) used for the change points
     stall_threshold: float | None
+    # the end of fresh-out-of-box: the first sharp fall the drive does not recover from (the
+    # cliff itself when it is the first; a step before the cliff otherwise, or the first
+    # step of a run without a cliff); None without one. from_level: the FOB level;
+    # plateau_start_s, plateau_s: where it starts and how long the drive held it
+    fob_end: Event | None = None
 
     def of(self, kind: str) -> tuple[Event, ...]:
         return tuple(e for e in self.events if e.kind == kind)
@@ -113,6 +124,7 @@ class Events:
         return {
             "summary": self.summary(),
             "cliff": self.cliff.to_dict() if self.cliff else None,
+            "fob_end": self.fob_end.to_dict() if self.fob_end else None,
             "final_level": self.final_level,
             "final_start_s": self.final_start_s,
             "events": [e.to_dict() for e in sorted(listed, key=lambda e: e.at_s)],
@@ -246,11 +258,20 @@ def find_events(values: Any, seg: Segmentation | None = None, *,
             i = back + 1
             continue
         shallow = cur.mean >= cliff_fraction * prev.mean
+        # past the cliff, a fall the run ends inside before the drive has stayed below for
+        # half as long as it held the level before it (since its last unrecovered fall,
+        # FINAL_MIN_S at least; the recovery rule's RECOVERY_SHARE) is a dip: the run has
+        # not shown the drive stays there, so the final level is the one it fell from
+        held = cur.start_s - max(e.at_s for e in [cliff, *steps]) if cliff is not None else 0
+        dip = (cliff is not None and held >= FINAL_MIN_S
+               and n - cur.start_s < RECOVERY_SHARE * held)
         if ((final_idx is not None and i > final_idx and (shallow or cliff is not None))
-                or n - cur.start_s < CLIFF_AFTER_MIN_S):
+                or n - cur.start_s < CLIFF_AFTER_MIN_S or dip):
             flush_decline()
             events.append(Event("late-fall", cur.start_s, n - cur.start_s, prev.mean,
                                 min(lv.mean for lv in levels[i:])))
+            if dip and (final_idx is None or final_idx >= i):
+                final_idx = _final_index(levels[:i])  # the level the drive dipped from
             break
         again = _same_throttle(events, prev.mean, cur.mean)
         if again is not None:
@@ -283,8 +304,13 @@ def find_events(values: Any, seg: Segmentation | None = None, *,
         events.append(cliff)
     events.sort(key=lambda e: (e.at_s, e.kind))
     final_mean, final_start = _final(levels, final_idx, cliff, arr)
+    # the end of fresh-out-of-box: the first sharp fall the drive does not come back from
+    # (a step, or the cliff), never after the cliff
+    falls = [e for e in [*steps, cliff] if e is not None
+             and (cliff is None or e.at_s <= cliff.at_s)]
+    fob = min(falls, key=lambda e: e.at_s) if falls else None
     return Events(tuple(events), tuple(levels), cliff, final_mean, final_start,
-                  seg.noise, seg.stall_threshold)
+                  seg.noise, seg.stall_threshold, fob)
 
 
 def _chained_cliff(steps: list[Event], n: int, fraction: float) -> Event | None:

@@ -341,6 +341,13 @@ class Cliff:
     note: str | None = None  # why the search could not be made (a run too short)
     plateau_s: int | None = None  # how long the plateau before the cliff lasted
     level_after_iops: float | None = None  # the level the cliff falls to
+    # the end of fresh-out-of-box (docs/analysis.md "Two falls"): where the drive leaves
+    # its first level for good (the cliff's own second when the cliff is that fall), that
+    # level's mean, where it starts and how long it lasted; None without such a fall
+    fob_end_s: int | None = None
+    fob_iops: float | None = None
+    fob_start_s: int | None = None
+    fob_s: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -372,16 +379,21 @@ def spare_area_cliff(iops: Any, events: Events | None = None) -> Cliff:
             f"and a fall the drive does not recover from; the torture lasted {arr.size} s"))
     ev = events if events is not None else find_events(clean_series(arr)[0])
     c = ev.cliff
+    f = ev.fob_end
+    fob = (None, None, None, None) if f is None else (f.at_s, f.from_level,
+                                                       f.plateau_start_s, f.plateau_s)
     if c is not None and c.from_level is not None:
         return Cliff(c.from_level, CLIFF_FRACTION * c.from_level, c.at_s, c.plateau_start_s,
                      None, final_iops=ev.final_level, plateau_s=c.plateau_s,
-                     level_after_iops=c.to_level)
+                     level_after_iops=c.to_level, fob_end_s=fob[0], fob_iops=fob[1],
+                     fob_start_s=fob[2], fob_s=fob[3])
     long = [lv for lv in ev.levels if lv.duration_s >= PLATEAU_MIN_S] or list(ev.levels)
     if not long:
         return Cliff(None, None, None, final_iops=ev.final_level)
     best = max(long, key=lambda lv: lv.mean)
     return Cliff(best.mean, CLIFF_FRACTION * best.mean, None, best.start_s, None,
-                 final_iops=ev.final_level, plateau_s=best.duration_s)
+                 final_iops=ev.final_level, plateau_s=best.duration_s, fob_end_s=fob[0],
+                 fob_iops=fob[1], fob_start_s=fob[2], fob_s=fob[3])
 
 
 def clean_series(values: Any) -> tuple[FloatArray, int]:

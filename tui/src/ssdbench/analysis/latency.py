@@ -59,6 +59,31 @@ def pooled_percentiles(hist: LatencyHistogram, percentiles: Sequence[float],
     return tuple(out)
 
 
+def merged_percentile(histograms: Sequence[Sequence[tuple[int, int]]],
+                      p: float) -> float | None:
+    """The ``p`` percentile (µs) of all the I/Os of several completion-latency histograms
+    (fio's json+ ``clat_ns.bins`` of each direction of a workload: (bin value in ns, I/Os)):
+    the bins summed, then fio's own rule, the value of the first bin whose cumulative count
+    reaches ``p`` % of all. So a mix's five-nines is of all its I/Os: two write stalls in
+    100,000 writes are 0.7 in 100,000 of a 65/35 mix's I/Os, under its five-nines, where the
+    larger of the two directions' five-nines is the stall. None without an I/O."""
+    summed: dict[int, int] = {}
+    for bins in histograms:
+        for ns, count in bins:
+            summed[ns] = summed.get(ns, 0) + count
+    keys = sorted(k for k, c in summed.items() if c > 0)
+    total = sum(summed[k] for k in keys)
+    if total <= 0:
+        return None
+    target = total * (p / 100.0) - EPSILON
+    running = 0
+    for k in keys:
+        running += summed[k]
+        if running >= target:
+            return k / 1000.0
+    return keys[-1] / 1000.0
+
+
 @dataclass(frozen=True)
 class LatencySummary:
     seconds: int  # seconds with a latency value (a second without I/O has none)

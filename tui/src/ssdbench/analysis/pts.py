@@ -7,6 +7,7 @@ without a value); every result is a frozen dataclass with ``to_dict()``.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -86,6 +87,15 @@ class Wsat:
     rounds: tuple[WsatRound, ...]
     note: str | None = None
     last_fraction: float = 1.0  # how much of the last logged second the writes ran
+    # the end of fresh-out-of-box (docs/analysis.md "Two falls"): where the drive leaves its
+    # first level for good, in seconds, GB written and capacities, and that level's mean
+    # (fob_iops is the first round's mean). The cliff above is the final fall into the
+    # steady state: a drive that leaves 100K at 1.0 capacity and falls again from 40K at
+    # 1.6 has its FOB end at 1.0 from 100K and its cliff at 1.6 from 40K
+    fob_end_s: int | None = None
+    fob_end_written_gb: float | None = None
+    fob_end_capacity: float | None = None
+    fob_level_iops: float | None = None
     # TGBW at the end of each second (written_gb): for the chart and wsat.csv; not in
     # to_dict (wsat.csv holds it)
     curve: FloatArray = field(default_factory=lambda: np.empty(0), repr=False,
@@ -145,6 +155,8 @@ def wsat(iops: Any, it: IopsAnalysis, *, span_bytes: int, io_bytes: int,
     ss = it.steady_state
     cliff = it.cliff.at_s
     cliff_gb = _at(curve, cliff)
+    fob_end = it.cliff.fob_end_s
+    fob_gb = _at(curve, fob_end)
     return Wsat(
         span_bytes=span_bytes, io_bytes=io_bytes, goal_multiple=goal_multiple,
         seconds=int(arr.size), written_gb=total, capacity_written=total / span_gb,
@@ -154,7 +166,9 @@ def wsat(iops: Any, it: IopsAnalysis, *, span_bytes: int, io_bytes: int,
         steady_iops=ss.window_mean if ss.reached else None,
         steady_at_s=ss.at_s, steady_written_gb=_at(curve, ss.at_s),
         final_iops=sum(last) / len(last) if last else None, round_s=round_s,
-        rounds=rounds, note=note, last_fraction=part, curve=curve)
+        rounds=rounds, note=note, last_fraction=part, fob_end_s=fob_end,
+        fob_end_written_gb=fob_gb, fob_end_capacity=None if fob_gb is None else fob_gb / span_gb,
+        fob_level_iops=it.cliff.fob_iops, curve=curve)
 
 
 # ---- host idle recovery (HIR) ----------------------------------------------------------------
@@ -163,14 +177,45 @@ def wsat(iops: Any, it: IopsAnalysis, *, span_bytes: int, io_bytes: int,
 STRAGGLER_FRACTION = 0.01  # an idle second's few late writes: not a burst
 
 
-def bursts(iops: Any) -> list[tuple[int, int]]:
+def _burst_floor(arr: FloatArray, baseline: float | None) -> float:
+    """Writes a second must exceed to be a burst second: STRAGGLER_FRACTION of the drive's
+    own baseline (its steady level before the idle periods); without one, of the median of
+    the seconds with writes. Never of the busiest second: a drive whose SLC cache makes the
+    first second after a long idle 125x its baseline would have every other burst second
+    under 1% of that second, and no burst found."""
+    if baseline is not None and math.isfinite(baseline) and baseline > 0:
+        return STRAGGLER_FRACTION * baseline
+    busy = arr[arr > 0]
+    return STRAGGLER_FRACTION * float(np.median(busy)) if busy.size else 0.0
+
+
+def bursts(iops: Any, baseline: float | None = None, *, burst_s: int | None = None,
+           wait_s: int | None = None) -> list[tuple[int, int]]:
     """The bursts of a series: runs ``[start, end)`` of seconds with writes above 1% of the
-    busiest second (an idle second where a few writes completed late, or fio's log spread a
-    burst's last writes, is not a burst; a second with no value counts as one without)."""
+    baseline (:func:`_burst_floor`: an idle second where a few writes completed late is not
+    a burst; a second with no value counts as one without).
+
+    With fio's schedule (``burst_s`` of writes, then ``wait_s`` idle), runs are joined into
+    one burst when the seconds without writes between them are fewer than ``wait_s`` - 1
+    (fio's idle period covers at least that many whole seconds) or when together they fit
+    in one burst (``burst_s`` + 1 seconds: a burst that starts inside a second spans one
+    more): a second without writes inside a burst is the drive stalling, not an idle."""
     arr = _no_nan(iops)
-    top = float(arr.max()) if arr.size else 0.0
-    starts, ends = true_runs(arr > STRAGGLER_FRACTION * top)
-    return list(zip(starts.tolist(), ends.tolist(), strict=True))
+    if arr.size == 0:
+        return []
+    starts, ends = true_runs(arr > _burst_floor(arr, baseline))
+    runs = list(zip(starts.tolist(), ends.tolist(), strict=True))
+    if burst_s is None or not runs:
+        return runs
+    idle_min = max((wait_s or 1) - 1, 1)
+    merged = [runs[0]]
+    for a, b in runs[1:]:
+        first, last = merged[-1]
+        if a - last < idle_min or b - first <= burst_s + 1:
+            merged[-1] = (first, b)
+        else:
+            merged.append((a, b))
+    return merged
 
 
 @dataclass(frozen=True)
@@ -180,11 +225,15 @@ class HirState:
 
     wait_s: int
     bursts: int  # bursts measured: the first (it runs on from the writes before) and a cut
-    # last one are left out
-    burst_iops: float | None  # writes in those bursts / (bursts x burst_s)
+    # last one are left out; a burst the drive stalled through counts (at no writes)
+    burst_iops: float | None  # writes in those bursts / (bursts x burst_s): the PTS's IOPS
+    # over all bursts, the drive's stall seconds inside them included
     recovery: float | None  # burst_iops / the baseline
     base_iops: float | None  # the return to the baseline: its mean over whole seconds
     vs_return: float | None = None  # burst_iops / base_iops: what the idle won over writing on
+    stall_seconds: int = 0  # seconds without writes inside the counted bursts (whole bursts
+    # the drive stalled through count burst_s each)
+    note: str | None = None  # names the stall seconds and the bursts stalled through
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -209,18 +258,38 @@ class Hir:
 def hir_state(wait_s: int, idle: Any, base: Any, *, burst_s: int,
               baseline: float | None) -> HirState:
     """The bursts of one idle period's series (``idle``: writes per second) and the mean of
-    its return to the baseline (``base``). A burst counts when it lasted at least
-    ``burst_s`` seconds (it spans that many, or one more when it starts inside a second);
-    the first burst never does."""
+    its return to the baseline (``base``), as the SNIA PTS counts them: the IOPS over all
+    bursts, each ``burst_s`` long, the drive's stall seconds inside them included.
+
+    Bursts are found with :func:`bursts` on fio's schedule (a second without writes inside
+    a burst does not split it) against 1% of the drive's own baseline (else of the return's
+    mean). The first burst (it runs on from the writes before, through fio's first idle) is
+    left out, and so is a last one shorter than ``burst_s`` (cut by the job's end). A gap
+    between two bursts that holds one or more whole periods (``burst_s`` + ``wait_s``) more
+    is bursts the drive stalled through: counted at no writes, named in ``note``."""
     arr = _no_nan(idle)
-    found = [(a, b) for a, b in bursts(arr)[1:] if b - a >= burst_s]
-    writes = sum(float(arr[a:b].sum()) for a, b in found)
-    rate = writes / (len(found) * burst_s) if found else None
     base_arr = as_series(base)
     base_mean = float(np.nanmean(base_arr)) if np.isfinite(base_arr).any() else None
+    floor_ref = baseline if baseline else base_mean
+    found = bursts(arr, floor_ref, burst_s=burst_s, wait_s=wait_s)[1:]
+    if found and found[-1][1] - found[-1][0] < burst_s:
+        found = found[:-1]  # cut by the job's end
+    period = burst_s + wait_s
+    lost = sum(max(int((b[0] - a[0]) / period + 0.5) - 1, 0)
+               for a, b in itertools.pairwise(found))
+    floor = _burst_floor(arr, floor_ref)
+    stalled = sum(int((arr[a:b] <= floor).sum()) for a, b in found) + lost * burst_s
+    writes = sum(float(arr[a:b].sum()) for a, b in found)
+    count = len(found) + lost
+    rate = writes / (count * burst_s) if count else None
     recovery = rate / baseline if rate is not None and baseline else None
     vs_return = rate / base_mean if rate is not None and base_mean else None
-    return HirState(wait_s, len(found), rate, recovery, base_mean, vs_return)
+    note = None
+    if stalled:
+        note = (f"{stalled} second(s) without writes inside the bursts"
+                + (f" ({lost} burst(s) stalled through)" if lost else "")
+                + ": counted in the burst IOPS at no writes, as the PTS counts every burst")
+    return HirState(wait_s, count, rate, recovery, base_mean, vs_return, stalled, note)
 
 
 # The figures a round records for each workload (stages/pts.py ``figures``)

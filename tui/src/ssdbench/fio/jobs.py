@@ -358,7 +358,8 @@ def rounds_job(target: JobTarget, *, stage: str, workloads: Sequence[Workload],
                seconds: int) -> JobFile:
     """One round of a SNIA PTS test: each workload for ``seconds``, one after the other
     (fio ``stonewall``: a group each, so fio's JSON has one entry per workload, in order),
-    with fresh incompressible data and fio's five-nines completion latency."""
+    with fresh incompressible data and fio's five-nines completion latency, per direction
+    and of all the workload's I/Os (``unified_rw_reporting=both``: fio's "mixed")."""
     if not workloads:
         raise ValueError("a round needs at least one workload")
     if seconds < 1:
@@ -375,7 +376,10 @@ def rounds_job(target: JobTarget, *, stage: str, workloads: Sequence[Workload],
         lines.pop()
     common: list[tuple[str, object]] = [*FRESH_DATA, ("time_based", 1),
                                         ("runtime", f"{seconds}s"),
-                                        ("percentile_list", "99:99.99:99.999")]
+                                        ("percentile_list", "99:99.99:99.999"),
+                                        # reads and writes also as one "mixed" direction:
+                                        # the five-nines of a mix is of all its I/Os
+                                        ("unified_rw_reporting", "both")]
     for w in workloads:
         lines += ["", f"[{w.name}]", "stonewall"]
         lines += [f"{k}={v}" for k, v in (*w.options(), *common)]

@@ -97,6 +97,9 @@ class DirStats:
     lat_mean_us: float | None = None
     lat_max_us: float | None = None
     clat_p99999_us: float | None = None
+    # the completion-latency histogram (fio's json+ ``clat_ns.bins``): (bin value in ns, I/Os)
+    # in ascending order; empty when fio printed plain JSON
+    clat_bins: tuple[tuple[int, int], ...] = ()
 
     @classmethod
     def parse(cls, obj: object) -> DirStats:
@@ -119,7 +122,26 @@ class DirStats:
             lat_mean_us=_us(lat.get("mean"), "lat_ns.mean"),
             lat_max_us=_us(lat.get("max"), "lat_ns.max"),
             clat_p99999_us=_us(pct.get("99.999000"), "clat_ns.percentile.99.999000"),
+            clat_bins=_bins(clat.get("bins") if isinstance(clat, Mapping) else None),
         )
+
+
+def _bins(obj: object) -> tuple[tuple[int, int], ...]:
+    """fio's json+ histogram ``{"<ns>": count, ...}`` as sorted (ns, count) pairs; a key or
+    count that is not a whole number >= 0 is FioOutputError naming it."""
+    if obj is None:
+        return ()
+    if not isinstance(obj, Mapping):
+        raise FioOutputError(f"fio JSON: clat_ns.bins is a {type(obj).__name__}, not an object")
+    out = []
+    for key, count in obj.items():
+        if not isinstance(key, str) or not key.isdigit() or len(key) > 20:
+            raise FioOutputError(f"fio JSON: clat_ns.bins key {key!r} is not a latency in ns")
+        n = _int(count, f"clat_ns.bins[{key}]")
+        if n < 0:
+            raise FioOutputError(f"fio JSON: clat_ns.bins[{key}] is {n}, below zero")
+        out.append((int(key), n))
+    return tuple(sorted(out))
 
 
 def _us(value: object, what: str) -> float | None:
@@ -158,6 +180,9 @@ class FioJob:
     trim: DirStats
     planned_runtime_s: int | None = None  # time_based jobs: the runtime they were given
     offset_bytes: int | None = None  # the job's "offset" option in bytes (None: not given)
+    # reads and writes as one direction (fio's unified_rw_reporting=both: "mixed"); None
+    # when fio did not report it
+    mixed: DirStats | None = None
 
     def direction(self, name: str) -> DirStats:
         return {"read": self.read, "write": self.write, "trim": self.trim}[name]
@@ -229,6 +254,7 @@ def parse_report(obj: Mapping[str, Any]) -> FioReport:
                 trim=DirStats.parse(raw.get("trim")),
                 planned_runtime_s=_planned_runtime(raw.get("job options")),
                 offset_bytes=_offset(raw.get("job options")),
+                mixed=DirStats.parse(raw["mixed"]) if raw.get("mixed") is not None else None,
             )
         )
     return FioReport(
