@@ -17,7 +17,7 @@ from ssdbench.fio.jobs import JobTarget, Workload, rounds_job
 from ssdbench.fio.status import parse_report
 from ssdbench.stages.base import StageFailed
 from ssdbench.stages.params import ParamError, RunParams, parse_pts_block_sizes
-from ssdbench.stages.pts import figures, loop_for, round_figures
+from ssdbench.stages.pts import figures, loop_for, round_figures, steady_together
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "fio" / "pts-latency-round"
 TARGET = JobTarget("/dev/loop7", 20 * 2**20 + 3 * 4096)
@@ -150,6 +150,8 @@ def test_the_window_is_the_steady_rounds_or_the_last_five_marked_not_steady() ->
      "last_round"),
     (lambda e: e.update(steady=[1]), "steady is not an object"),
     (lambda e: e.update(workloads="all"), "workloads is not a list"),
+    (lambda e: e.update(also_tracking=["rnd-64k-65_35"]), "also_tracking"),
+    (lambda e: e.update(also_tracking="rnd-4k-100_0"), "also_tracking"),
 ])
 def test_a_damaged_record_is_refused_naming_the_field(damage: Any, says: str) -> None:
     entry = copy.deepcopy(_entry([1.0] * 8, {"reached": False, "first_round": 4,
@@ -174,3 +176,26 @@ def test_the_block_sizes_parameter() -> None:
                        ("pts_wipc_passes", 11), ("pts_wipc_passes", -1)):
         with pytest.raises(ParamError, match=key):
             RunParams().with_values({key: value})
+
+
+def test_the_iops_test_tracks_pts_e_2_0s_three_variables_where_their_blocks_run() -> None:
+    """PTS-E 2.0's IOPS test is steady when 4 KiB 0/100, 64 KiB 65/35 and 1 MiB 100/0 are
+    all steady in the same five rounds (#43: the doc named three, the loop tracked one)."""
+    full = loop_for("iops", ("1m", "128k", "64k", "32k", "16k", "8k", "4k", "512"), 512, 32)
+    assert full.tracking == "rnd-4k-0_100"
+    assert full.also == ("rnd-64k-65_35", "rnd-1m-100_0")
+    assert {w.name for w in full.workloads} >= {full.tracking, *full.also}
+    assert loop_for("iops", ("64k", "4k"), 512, 32).also == ("rnd-64k-65_35",)
+    assert loop_for("iops", ("4k",), 512, 32).also == ()  # pts_block_sizes=4k: one, as before
+    assert loop_for("latency", ("8k", "4k", "512"), 512, 32).also == ()
+
+
+def test_the_loop_is_steady_only_when_every_tracking_variable_is_in_the_same_window() -> None:
+    flat = [2000.0, 2010, 1990, 2005, 1995, 2000]
+    falling = [9000.0, 8000, 7000, 6000, 5000, 4000]  # 64 KiB 65/35 still on its way down
+    assert steady_together({"rnd-4k-0_100": flat}, 60) is not None
+    assert steady_together({"rnd-4k-0_100": flat, "rnd-64k-65_35": falling}, 60) is None
+    both = steady_together({"rnd-4k-0_100": flat, "rnd-64k-65_35": [v * 3 for v in flat]}, 60)
+    assert both is not None and set(both) == {"rnd-4k-0_100", "rnd-64k-65_35"}
+    assert both["rnd-64k-65_35"].window_mean == pytest.approx(3 * sum(flat[1:]) / 5)
+    assert steady_together({"rnd-4k-0_100": flat[:4]}, 60) is None  # fewer than five rounds

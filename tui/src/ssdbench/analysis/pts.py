@@ -331,6 +331,9 @@ class PtsLoop:
     window_mean: float | None = None
     window_range: float | None = None
     window_slope_excursion: float | None = None
+    # the other workloads that had to be steady in the same window (PTS-E 2.0's IOPS test:
+    # 64 KiB 65/35 and 1 MiB 100/0 beside 4 KiB writes); empty in runs before 2026-11-28
+    also_tracking: tuple[str, ...] = ()
 
     def tracked(self) -> list[float | None]:
         return [r.get(self.tracking, {}).get(self.metric) for r in self.rounds]
@@ -359,7 +362,8 @@ class PtsLoop:
         return {"name": self.name, "test": self.test, "block_size": self.block_size,
                 "round_s": self.round_s, "rounds": len(self.rounds),
                 "max_rounds": self.max_rounds, "tracking": self.tracking,
-                "metric": self.metric, "reached": self.reached,
+                "metric": self.metric, "also_tracking": list(self.also_tracking),
+                "reached": self.reached,
                 "window": list(self.window) if self.window else None,
                 "window_mean": self.window_mean, "window_range": self.window_range,
                 "window_slope_excursion": self.window_slope_excursion,
@@ -456,7 +460,10 @@ def pts_loop(name: str, entry: Any) -> PtsLoop:
     skipped = entry.get("skipped") or []
     if not isinstance(skipped, list) or not all(isinstance(s, str) for s in skipped):
         raise LoopRecordError(f"{at}.skipped is not a list of notes")
+    also = entry.get("also_tracking") or []
+    if not isinstance(also, list) or not all(isinstance(a, str) and a in names for a in also):
+        raise LoopRecordError(f"{at}.also_tracking is not a list of its workloads")
     bs = entry.get("block_size")
     return PtsLoop(name, test, bs if isinstance(bs, str) else None, round_s, max_rounds,
                    tracking, metric, tuple(workloads), tuple(rounds), reached, window,
-                   tuple(s[:200] for s in skipped), mean, rng, excursion)
+                   tuple(s[:200] for s in skipped), mean, rng, excursion, tuple(also))
