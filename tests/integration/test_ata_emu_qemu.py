@@ -136,7 +136,9 @@ def test_power_cut_after_set_password_is_recovered_next_boot(tmp_path: Path) -> 
     assert first.returncode is None  # the guest lost power inside the erase
     assert (first.share_dir / "drive/power-cut").exists()
     journal = json.loads((first.share_dir / "result/journal.json").read_text())
-    password = journal["ata_passwords"][SERIAL]
+    [entry] = journal["ata_password_entries"]  # known by the drive's identity (issue #42)
+    assert entry["serial"] == SERIAL and entry["identity"]["serial"] == SERIAL
+    password = entry["password"]
     state = json.loads((first.share_dir / "drive/state.json").read_text())
     assert state["user_password"] == password.encode().ljust(32, b"\0").hex()
     # The same drive boots again (no second power cut): locked with that password.
@@ -150,8 +152,8 @@ def test_power_cut_after_set_password_is_recovered_next_boot(tmp_path: Path) -> 
     assert any("journal holds a password from an earlier run" in s for s in steps), steps
     assert rec["verified"] is True
     assert "power-on: security word 128 = 0x0027" in emu_log(second)  # enabled + locked
-    assert json.loads((second.share_dir / "result/journal.json").read_text())[
-        "ata_passwords"] == {}
+    assert "ata_password_entries" not in json.loads(
+        (second.share_dir / "result/journal.json").read_text())
 
 
 def _sha(path: Path) -> str:

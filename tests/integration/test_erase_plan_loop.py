@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ssdbench.cli import main
 from ssdbench.exitcodes import ExitCode
 from tests.conftest import loop_device
+from tests.schema_check import check_tree
 
 
 @pytest.fixture
@@ -71,6 +72,10 @@ def test_erase_plan_on_a_loop_device_writes_a_signed_fail_record(
     assert [(r["interface"], r["result"], r["category"]) for r in rows] == [
         ("loop", "FAIL", "none")]
     assert rows[0]["signed_by"] == record["signature"]["fingerprint"]
+    # every JSON and CSV file against its schema (ssdbench/schemas)
+    check_tree(results, expect={"erase-record.json.schema.json": 1,
+                                "erase-session.csv.schema.json": 1,
+                                "record-chain.json.schema.json": 1})
 
 
 def _files_holding(root: Path, secrets: list[bytes]) -> list[str]:

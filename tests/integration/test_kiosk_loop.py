@@ -15,6 +15,7 @@ import pytest
 
 from ssdbench.exitcodes import ExitCode
 from tests.conftest import REPO, loop_device
+from tests.schema_check import check_tree
 
 MIB = 2**20
 
@@ -88,6 +89,9 @@ def test_kiosk_runs_only_the_drive_destroy_names(loops: list[str], tmp_path: Pat
     assert state["drives"][names[0]]["state"] == "done"
     # svg = false: the charts as PNG only
     assert list(results.rglob("*.png")) and not list(results.rglob("*.svg"))
+    # every JSON and CSV file against its schema (ssdbench/schemas)
+    check_tree(results, expect={"run.json.schema.json": 1, "drive.json.schema.json": 1,
+                                "summary.csv.schema.json": 1, "iops.csv.schema.json": 1})
 
     again = kiosk(config, results)  # a reboot after the end: the journal says done
     assert again.returncode == ExitCode.OK
@@ -132,3 +136,87 @@ def test_bad_config_exits_2_and_writes_nothing(loops: list[str], tmp_path: Path,
     assert key in bad.stderr and "nothing was erased or written" in bad.stderr
     assert [digest(d) for d in loops] == before
     assert not results.exists()
+
+
+def erase_config(path: Path, name: str) -> Path:
+    path.write_text('plan = "erase"\n'
+                    f'select = ["serial:{name}"]\n'
+                    f'destroy = ["{name}"]\n'
+                    'on_finish = "stay"\n'
+                    "svg = false\n"
+                    "[params]\n"
+                    'erase_fallback = "discard"\n')
+    return path
+
+
+def test_another_serial_less_drive_at_the_kernel_name_of_a_finished_one_is_erased(
+        tmp_path: Path) -> None:
+    """A drive without a serial replaces another at the same kernel name (here: another
+    backing file at the same loop device): the journal knew drives by serial, else kernel
+    name, and skipped it as finished. Its identity differs: it is erased, and the console
+    says why the journal's entry is not its."""
+    with loop_device(16, fill=0x5C, prefix="ssdbench-kiosk-") as (dev, _first):
+        name = os.path.basename(dev)
+        config = erase_config(tmp_path / "ssdbench.toml", name)
+        results = tmp_path / "results"
+        first = kiosk(config, results)
+        assert "Clear not achieved" in first.stdout, first.stdout + first.stderr
+        assert len(list(results.rglob("erase-record.json"))) == 1
+        second = tmp_path / "second.img"
+        second.write_bytes(bytes([0x5D]) * 16 * MIB)
+        subprocess.run(["losetup", "-d", dev], check=True)
+        subprocess.run(["losetup", dev, str(second)], check=True)  # the swap
+        try:
+            again = kiosk(config, results)
+        finally:
+            subprocess.run(["losetup", "-d", dev], check=False)
+            subprocess.run(["losetup", dev, str(_first)], check=False)  # for the fixture
+        out = again.stdout
+        assert "already finished" not in out, out
+        assert f"ssdbench: {name} ({name}): the journal's entry {name} (plan erase, failed) " \
+               "is not this drive's: it was another drive: backing " in out, out
+        assert f"ssdbench: {name} erase erase " in out, out  # erased this time
+        records = sorted(results.rglob("erase-record.json"))
+        assert len(records) == 2, records  # each drive its own folder and record
+        state = json.loads((results / "state.json").read_text())
+        backings = sorted(e["identity"]["backing"] for e in state["drives"].values())
+        assert backings == sorted([str(_first), str(second)]), state
+
+
+def test_two_drives_sharing_a_serial_get_two_folders_journal_entries_and_records(
+        loops: list[str], tmp_path: Path) -> None:
+    """Two drives that report one serial and model, started together: each has its own
+    drive folder, journal entry (by identity) and erase record naming the other."""
+    from dataclasses import replace
+
+    from ssdbench.devices import discover
+    from ssdbench.kiosk.station import mark_shared_serials
+    from ssdbench.plan import engine
+    from ssdbench.plan.journal import Journal
+    from ssdbench.plan.plans import build_plan
+    from ssdbench.system import live_host
+
+    names = [os.path.basename(d) for d in loops]
+    host = live_host()
+    found = {d.name: d for d in discover(host, include_all=True, only=names)}
+    twins = mark_shared_serials([replace(found[n], serial="DUP0001", model="FAKE SSD")
+                                 for n in names])
+    assert [d.serial_shared_with for d in twins] == [(names[1],), (names[0],)]
+    plan = build_plan("erase").with_params({"erase_fallback": "discard"}, source="test")
+    results = tmp_path / "results"
+    journal = Journal(results / "state.json")
+    outcomes = engine.run_plans(live_host, [
+        engine.DriveJob(d, "DUP0001", plan) for d in twins], results_root=results,
+        journal=journal, svg=False)
+    dirs = {o.drive_dir for o in outcomes}
+    assert len(dirs) == 2 and None not in dirs, outcomes
+    state = json.loads((results / "state.json").read_text())
+    assert sorted(state["drives"]) == ["DUP0001", "DUP0001~2"]
+    assert {e["drive"] for e in state["drives"].values()} == set(names)
+    for d in twins:
+        assert journal.find(d.identity.to_json()) is not None
+    records = [json.loads(p.read_text()) for p in sorted(results.rglob("erase-record.json"))]
+    assert len(records) == 2
+    shared = sorted(tuple(r["drive"]["serial_shared_with"]) for r in records)
+    assert shared == sorted([(names[0],), (names[1],)]), records
+    check_tree(results, expect={"erase-record.json.schema.json": 2})  # ssdbench/schemas

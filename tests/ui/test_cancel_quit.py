@@ -59,13 +59,16 @@ async def test_quit_in_a_run_says_where_the_results_are(tmp_path: Path) -> None:
 
 
 async def test_resume_is_in_the_footer_and_its_consent_names_the_plan(tmp_path: Path) -> None:
+    from ssdbench.devices import discover
     from ssdbench.plan.journal import Journal
     from ssdbench.plan.plans import preset
+    from tests.ui.conftest import replay_host
 
-    journal = Journal.open(tmp_path)
+    loop1 = next(d for d in discover(replay_host()) if d.name == "loop1")
+    journal = Journal.open(tmp_path)  # known by its identity (#42)
     journal.start_drive("loop1", drive="loop1", model="", serial="",
                         drive_dir="20261121T145300Z_unknown_loop1",
-                        plan=preset("quick").to_json())
+                        plan=preset("quick").to_json(), identity=loop1.identity.to_json())
     journal.run_state("loop1", "consistency-default", "done")
     app = make_app(scripted_engine(tmp_path), results_root=tmp_path)
     async with app.run_test(size=(80, 25)) as pilot:

@@ -248,13 +248,16 @@ async def test_a_failed_stage_is_shown_with_its_reason(tmp_path: Path) -> None:
 
 
 async def test_unfinished_plan_in_the_journal_is_offered_and_resumed(tmp_path: Path) -> None:
+    from ssdbench.devices import discover
     from ssdbench.plan.journal import Journal
     from ssdbench.plan.plans import preset
+    from tests.ui.conftest import replay_host
 
-    journal = Journal.open(tmp_path)
+    loop1 = next(d for d in discover(replay_host()) if d.name == "loop1")
+    journal = Journal.open(tmp_path)  # the entry names the drive by its identity (#42)
     journal.start_drive("loop1", drive="loop1", model="", serial="",
                         drive_dir="20261121T145300Z_unknown_loop1",
-                        plan=preset("quick").to_json())
+                        plan=preset("quick").to_json(), identity=loop1.identity.to_json())
     engine = scripted_engine(tmp_path)
     app = make_app(engine, results_root=tmp_path)
     async with app.run_test(size=(80, 25)) as pilot:

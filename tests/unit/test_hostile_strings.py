@@ -38,9 +38,9 @@ def test_serial_dot_dot_stays_inside_the_bench_folder(tmp_path: Path) -> None:
     up = StoreUploader(FlakyStore(), cfg, root, bench_name(cfg, ".."), lambda _l: None)
     key = up.key_for(f"{drive.name}/consistency-default/run.json")
     assert key is not None and ".." not in key.split("/"), key
-    assert key.startswith("lab1/_./_./"), key
+    assert key.startswith("lab1/_./_.-h5ec1f7e700f3/"), key  # a serial: distinct (#42)
     name = drive_dir_name(datetime(2026, 11, 27), ".hidden", "../x")
-    assert name == "20261127T000000Z__hidden__._x", name
+    assert name == "20261127T000000Z__hidden__._x-hd6b96a97d147", name
 
 
 def test_summary_csv_neutralises_a_formula_in_a_drive_string() -> None:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ssdbench.erase.journal import MemoryPasswordJournal, PasswordEntry
 from ssdbench.system import (
     CommandError,
     CommandSink,
@@ -162,20 +163,17 @@ class FakeFS:
         return path in self.files
 
 
-class EventJournal:
+class EventJournal(MemoryPasswordJournal):
     """A MemoryPasswordJournal that also logs into the runner's event list (ordering)."""
 
     def __init__(self, runner: ScriptedRunner, passwords: dict[str, str] | None = None) -> None:
+        super().__init__(passwords)
         self.runner = runner
-        self.passwords = dict(passwords or {})
 
-    def record_password(self, serial: str, password: str) -> None:
-        self.passwords[serial] = password
-        self.runner.events.append(f"journal record {serial}")
+    def record_password(self, entry: PasswordEntry) -> None:
+        super().record_password(entry)
+        self.runner.events.append(f"journal record {entry.serial}")
 
-    def clear_password(self, serial: str) -> None:
-        self.passwords.pop(serial, None)
-        self.runner.events.append(f"journal clear {serial}")
-
-    def password_for(self, serial: str) -> str | None:
-        return self.passwords.get(serial)
+    def clear_password(self, entry: PasswordEntry) -> None:
+        super().clear_password(entry)
+        self.runner.events.append(f"journal clear {entry.serial}")

@@ -6,6 +6,9 @@ resume, locked after a power cycle) are derived from them (files named DERIVED_*
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from ssdbench.erase import (
@@ -301,3 +304,125 @@ def test_ata_sanitize_stuck_fires_the_watchdog_and_never_retries() -> None:
         )
     assert runner.calls.count(tuple(start)) == 1
     assert runner.calls.count(tuple(SAN_STATUS)) == 11
+
+
+# --- two drives that share a serial (issue #42): the journal knows each by its identity ---
+
+def _twin(path: str, place: str) -> EraseTarget:
+    from dataclasses import replace
+
+    from ssdbench.devices.model import DriveIdentity
+
+    base = target_from(APACER)
+    identity = DriveIdentity(serial=base.serial, model=base.model, wwn="",
+                             size_bytes=base.size_bytes, place=place)
+    return replace(base, path=path, name=path.removeprefix("/dev/"), identity=identity)
+
+
+def hdp(op: str, password: str, path: str) -> list[str]:
+    return ["hdparm", "--user-master", "u", op, password, path]
+
+
+def _crash_leaving_password(runner: ScriptedRunner, target: EraseTarget, password: str,
+                            journal: object) -> None:
+    """An erase whose cleanup fails too: the password stays in the journal. A twin's entry
+    in the journal costs one more IDENTIFY (is this drive locked, moved from there?)."""
+    twin = any(e.serial == target.serial for e in journal.entries())  # type: ignore[attr-defined]
+    for f in (APACER,) * twin + (APACER, APACER_ENABLED, APACER_ENABLED, APACER_ENABLED):
+        runner.add(["hdparm", "-I", target.path], fixture(f))
+    runner.add(hdp("--security-set-pass", password, target.path))
+    runner.add(hdp("--security-erase-enhanced", password, target.path),
+               stderr="SECURITY_ERASE: Input/output error\n", returncode=5)
+    runner.add(hdp("--security-disable", password, target.path),
+               stderr="SECURITY_DISABLE: Input/output error\n", returncode=5)
+    with pytest.raises(EraseError, match="removing the password failed too"):
+        erase_drive(Host(runner, FakeFS()), target, journal=journal,  # type: ignore[arg-type]
+                    options=options(password=password))
+
+
+def _unlock_script(runner: ScriptedRunner, target: EraseTarget, password: str) -> None:
+    runner.add(["hdparm", "-I", target.path], fixture(APACER_LOCKED))
+    runner.add(hdp("--security-unlock", password, target.path))
+    runner.add(hdp("--security-disable", password, target.path))
+    runner.add(["hdparm", "-I", target.path], fixture(APACER))
+
+
+def test_two_drives_sharing_a_serial_keep_their_own_passwords(tmp_path: Path) -> None:
+    from ssdbench.erase import JsonPasswordJournal
+
+    path = tmp_path / "erase-journal.json"
+    a, b = _twin("/dev/sda", "pci0000:00/0000:00:1f.2/ata1/0:0:0"), \
+        _twin("/dev/sdb", "pci0000:00/0000:00:1f.2/ata2/0:0:0")
+    runner = ScriptedRunner()
+    _crash_leaving_password(runner, a, "ssdbpasswordaaaa", JsonPasswordJournal(path))
+    _crash_leaving_password(runner, b, "ssdbpasswordbbbb", JsonPasswordJournal(path))
+    # both entries survive, each under its own drive (a power loss: a new process)
+    again = JsonPasswordJournal(path)
+    assert sorted(e.password for e in again.entries()) == ["ssdbpasswordaaaa",
+                                                          "ssdbpasswordbbbb"]
+    # after the power cycle both are locked: each unlocks with its own password
+    _unlock_script(runner, b, "ssdbpasswordbbbb")
+    _unlock_script(runner, a, "ssdbpasswordaaaa")
+    assert recover_leftover_password(Host(runner, FakeFS()), b, again)
+    assert [e.password for e in again.entries()] == ["ssdbpasswordaaaa"]
+    assert recover_leftover_password(Host(runner, FakeFS()), a, again)
+    assert again.entries() == []
+    assert not runner.unused()
+
+
+def test_an_older_serial_only_entry_is_still_used(tmp_path: Path) -> None:
+    from ssdbench.erase import JsonPasswordJournal
+
+    path = tmp_path / "erase-journal.json"
+    a = _twin("/dev/sda", "pci0000:00/0000:00:1f.2/ata1/0:0:0")
+    path.write_text(json.dumps({"ata_passwords": {a.serial: "ssdboldjournal01"}, "other": 1}))
+    runner = ScriptedRunner()
+    _unlock_script(runner, a, "ssdboldjournal01")
+    steps = recover_leftover_password(Host(runner, FakeFS()), a, JsonPasswordJournal(path))
+    assert "unlocked with the recorded password" in steps
+    assert JsonPasswordJournal(path).entries() == []
+    assert json.loads(path.read_text()) == {"other": 1}
+
+
+def test_an_entry_of_a_twin_is_not_applied_to_an_unlocked_drive() -> None:
+    a = _twin("/dev/sda", "pci0000:00/0000:00:1f.2/ata1/0:0:0")
+    b = _twin("/dev/sdb", "pci0000:00/0000:00:1f.2/ata2/0:0:0")
+    journal = MemoryPasswordJournal()
+    runner = ScriptedRunner()
+    _crash_leaving_password(runner, a, "ssdbpasswordaaaa", journal)
+    # b (same serial, another port) is not locked: a's entry is neither tried nor cleared
+    runner.add(["hdparm", "-I", b.path], fixture(APACER))
+    assert recover_leftover_password(Host(runner, FakeFS()), b, journal) == []
+    assert [e.password for e in journal.entries()] == ["ssdbpasswordaaaa"]
+    assert not any("--security-unlock" in c for c in runner.calls)
+
+
+def test_a_locked_drive_moved_to_another_port_is_offered_its_password() -> None:
+    a = _twin("/dev/sda", "pci0000:00/0000:00:1f.2/ata1/0:0:0")
+    moved = _twin("/dev/sdc", "pci0000:00/0000:00:1f.2/ata3/0:0:0")
+    journal = MemoryPasswordJournal()
+    runner = ScriptedRunner()
+    _crash_leaving_password(runner, a, "ssdbpasswordaaaa", journal)
+    runner.add(["hdparm", "-I", moved.path], fixture(APACER_LOCKED))  # recovery's look
+    runner.add(hdp("--security-unlock", "ssdbpasswordaaaa", moved.path))
+    runner.add(hdp("--security-disable", "ssdbpasswordaaaa", moved.path))
+    runner.add(["hdparm", "-I", moved.path], fixture(APACER))
+    steps = recover_leftover_password(Host(runner, FakeFS()), moved, journal)
+    assert any("another place" in s for s in steps)
+    assert journal.entries() == []
+
+
+def test_a_moved_locked_drive_with_two_candidate_entries_is_not_guessed() -> None:
+    a = _twin("/dev/sda", "pci0000:00/0000:00:1f.2/ata1/0:0:0")
+    b = _twin("/dev/sdb", "pci0000:00/0000:00:1f.2/ata2/0:0:0")
+    moved = _twin("/dev/sdc", "pci0000:00/0000:00:1f.2/ata3/0:0:0")
+    journal = MemoryPasswordJournal()
+    runner = ScriptedRunner()
+    _crash_leaving_password(runner, a, "ssdbpasswordaaaa", journal)
+    _crash_leaving_password(runner, b, "ssdbpasswordbbbb", journal)
+    runner.add(["hdparm", "-I", moved.path], fixture(APACER_LOCKED))
+    runner.add(["hdparm", "-I", moved.path], fixture(APACER_LOCKED))
+    with pytest.raises(EraseError, match="2 passwords for this serial"):
+        erase_drive(Host(runner, FakeFS()), moved, journal=journal, options=options())
+    assert len(journal.entries()) == 2
+    assert not any("--security-unlock" in c for c in runner.calls)

@@ -16,6 +16,7 @@ from ssdbench.erase import (
     MemoryPasswordJournal,
     NoEraseMethod,
     NvmeCaps,
+    PasswordEntry,
     choose_method,
     erase_drive,
     stage_hook,
@@ -108,11 +109,11 @@ def test_json_journal_is_durable_and_keeps_other_keys(tmp_path: Path) -> None:
     path = tmp_path / "state.json"
     path.write_text(json.dumps({"runs": [1, 2]}))
     j = JsonPasswordJournal(path)
-    j.record_password("SER1", "pw1")
-    j.record_password("SER2", "pw2")
+    j.record_password(PasswordEntry("SER1", "pw1"))
+    j.record_password(PasswordEntry("SER2", "pw2"))
     again = JsonPasswordJournal(path)  # a new process after a crash
-    assert again.password_for("SER1") == "pw1"
-    again.clear_password("SER1")
+    assert again.entries() == [PasswordEntry("SER1", "pw1"), PasswordEntry("SER2", "pw2")]
+    again.clear_password(PasswordEntry("SER1", "pw1"))
     data = json.loads(path.read_text())
     assert data == {"runs": [1, 2], "ata_passwords": {"SER2": "pw2"}}
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]  # no temp files left
@@ -122,7 +123,7 @@ def test_json_journal_refuses_to_overwrite_a_broken_file(tmp_path: Path) -> None
     path = tmp_path / "state.json"
     path.write_text("{broken")
     with pytest.raises(ValueError, match="not valid JSON"):
-        JsonPasswordJournal(path).record_password("S", "p")
+        JsonPasswordJournal(path).record_password(PasswordEntry("S", "p"))
     assert path.read_text() == "{broken"
 
 

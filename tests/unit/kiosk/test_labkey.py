@@ -56,7 +56,8 @@ def test_a_key_from_a_url_signs_records_and_is_held_in_memory_only(server: Serve
     fetch(url, lines)
     assert server.auth == ["Basic " + base64.b64encode(b"lab:s3cret").decode()]
     shown = f"http://127.0.0.1:{server.port}/keys/bench7.pem"
-    assert lines[0] == f"lab key fetched from {shown} ({len(pem(private))} bytes)"
+    assert lines[0] == (f"lab key fetched from {shown} ({len(pem(private))} bytes) "
+                        "(plain HTTP: anyone on this network could read it)")
     assert lines[1].startswith(f"lab key {shown}: SHA256:") and "held in memory only" in lines[1]
     assert "plain HTTP" in lines[1] and "s3cret" not in "".join(lines)
     record = seal(a_record(), url)

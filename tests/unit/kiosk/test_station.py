@@ -126,7 +126,7 @@ def test_plugged_drives_are_erased_a_pulled_one_fails_and_it_ends_when_idle(
     world = World(present={"sda": boot}, plug={3: a, 5: b}, pull={9: "nvme1n1"})
     lines: list[str] = []
     st = station(world, config("all-eligible"), tmp_path, lines)
-    st.seen.add(boot.consent_id)  # found at boot, skipped there
+    st.seen.add(boot.identity.key)  # found at boot, skipped there
     outcomes = st.run()
 
     assert {o.consent_id: o.state for o in outcomes} == {"A1": "done", "B1": "failed"}
@@ -204,7 +204,7 @@ def test_board_states_follow_the_erase_events() -> None:
                    message="checking the verification markers"))
     board(Progress("nvme0n1", "erase", "erase", "running", message="health after"))
     assert board.rows()[0].state == "verifying"
-    board.finished("A1", False, "erase record FAIL: 1 marker survived")
+    board.finished(d.identity.key, False, "erase record FAIL: 1 marker survived")
     board(Progress("nvme0n1", "report", "report", "done"))
     assert board.present(set())[0].label == "FAIL, removed"
     assert station_lines(board.rows()) == [
@@ -247,13 +247,15 @@ def test_the_kiosk_screen_shows_each_drive_state() -> None:
     from ssdbench.kiosk.run import EventLines, Screen
 
     board = StationBoard()
-    for name, serial in (("nvme0n1", "A1"), ("nvme1n1", "B1"), ("sdc", "C1")):
-        board.found(drive(name, serial))
+    drives = [drive(name, serial) for name, serial in (("nvme0n1", "A1"), ("nvme1n1", "B1"),
+                                                       ("sdc", "C1"))]
+    for d in drives:
+        board.found(d)
     board(Progress("nvme0n1", "erase", "erase", "running",
                    message="checking the verification markers"))
     board(Progress("nvme1n1", "erase", "erase", "running", message="erasing with x"))
-    board.finished("C1", False, "stage erase: the drive disappeared (/dev/sdc)")
-    board.present({"A1", "B1"})
+    board.finished(drives[2].identity.key, False, "stage erase: the drive disappeared (/dev/sdc)")
+    board.present({drives[0].identity.key, drives[1].identity.key})
     out = io.StringIO()
     screen = Screen(out, lines=EventLines(out), board=board)
     Console(file=out, width=160).print(screen._table())

@@ -68,3 +68,17 @@ def test_kiosk_config_names_the_store_key() -> None:
                      "/stick/ssdbench.toml")
     assert err.value.key == "store.endpoint"
     assert str(err.value).startswith("/stick/ssdbench.toml: `store.endpoint`: expected")
+
+
+@pytest.mark.parametrize("endpoint", ["ftp://bench:Zq7-pw@dav.lab/", "htps://bench:Zq7-pw@dav.lab",
+                                      "https://bench:Zq7 pw/x@dav.lab/"])
+def test_a_bad_endpoint_is_named_without_its_password(endpoint: str) -> None:
+    """#42 item 4: the error quoted the endpoint as written, its password with it."""
+    with pytest.raises(StoreConfigError) as err:
+        parse_store({"kind": "webdav", "endpoint": endpoint}, Path("."))
+    assert err.value.key == "store.endpoint" and "Zq7" not in str(err.value), err.value
+
+
+def test_the_endpoint_scheme_is_matched_without_case() -> None:
+    cfg = parse_store({"kind": "webdav", "endpoint": " HTTPS://dav.lab:8443/dav/ "}, Path("."))
+    assert cfg.endpoint == "https://dav.lab:8443/dav"

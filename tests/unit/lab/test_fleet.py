@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import shutil
 from datetime import UTC, datetime
@@ -15,6 +13,7 @@ from ssdbench.lab import fleet
 from ssdbench.lab.config import parse_store
 from ssdbench.lab.uploader import StoreUploader
 from tests.conftest import DATA
+from tests.schema_check import check_csv, check_csv_text
 
 NOW = datetime(2026, 11, 25, 8, 0, 0, tzinfo=UTC)
 
@@ -64,7 +63,7 @@ def test_states_rows_and_charts(tmp_path: Path) -> None:
     result = fleet.build(fleet.folder_entries(lab(tmp_path)), now=NOW)
     assert {b.name: b.state for b in result.benches.values()} == {
         "bench-a": "running", "bench-b": "silent", "bench-c": "failed"}
-    rows = list(csv.DictReader(io.StringIO(fleet.fleet_csv(result))))
+    rows = check_csv_text(fleet.fleet_csv(result), "fleet.csv", "fleet.csv")  # its schema
     assert len(rows) == 6  # 2 runs (one per drive) on each of 3 benches
     trim = next(r for r in rows if r["bench"] == "bench-a" and r["run"] == "trim")
     assert (trim["model"], trim["serial"], trim["firmware"], trim["run_id"]) == (
@@ -82,6 +81,7 @@ def test_cli_writes_page_and_csv(tmp_path: Path, capsys: object) -> None:
     assert main(["fleet", str(root), "-o", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "fleet.html").is_file()
     assert (tmp_path / "out" / "fleet.csv").read_text().startswith("bench,model,")
+    assert check_csv(tmp_path / "out" / "fleet.csv")  # ssdbench/schemas/fleet.csv.schema.json
     assert main(["fleet", str(tmp_path / "out")]) == 2  # no bench there
 
 

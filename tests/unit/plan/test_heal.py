@@ -75,7 +75,8 @@ def test_the_kiosk_heals_a_finished_drive_before_writing_its_missing_report(
     plan = _plan_for(config)
     journal = Journal.open(tmp_path)
     journal.start_drive(SERIAL, drive="nvme0n1", model="QEMU NVMe Ctrl", serial=SERIAL,
-                        drive_dir=drive_dir.name, plan=plan.to_json())
+                        drive_dir=drive_dir.name, plan=plan.to_json(),
+                        identity=drive().identity.to_json())  # the journal knows it by that
     journal.run_state(SERIAL, "trim", "done")
     journal.finish_drive(SERIAL, "done")
     out = io.StringIO()

@@ -35,11 +35,13 @@ load_cmdline() {
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 
 # A URL as the console may show it: no user, password, query or fragment (they may be secrets).
+# The host is what follows the last "@" before the first "/": a "?" or "#" in a password goes too.
 shown_url() {
-    _u=${1%%[?#]*}
-    _rest=${_u#*://}
-    _host=${_rest%%/*}
-    printf '%s://%s%s\n' "${_u%%://*}" "${_host##*@}" "${_rest#"$_host"}"
+    _rest=${1#*://}
+    _auth=${_rest%%/*}
+    _host=${_auth##*@}
+    _path=${_rest#"$_auth"}
+    printf '%s://%s%s\n' "${1%%://*}" "${_host%%[?#]*}" "${_path%%[?#]*}"
 }
 
 # The reason the network is wanted, or nothing (docs/lab.md "Network boot"): no results stick
@@ -49,7 +51,7 @@ network_reason() {
     _why=
     [ -z "$1" ] && _why="no results stick"
     case ${2:-ssdbench.toml} in
-    http://* | https://*) _why="the config is $(shown_url "$2")" ;;
+    [Hh][Tt][Tt][Pp]://* | [Hh][Tt][Tt][Pp][Ss]://*) _why="the config is $(shown_url "$2")" ;;
     /*) _cfg=$2 ;;
     *) _cfg=$3/${2:-ssdbench.toml} ;;
     esac
@@ -58,7 +60,8 @@ network_reason() {
     fi
     # the lab's signing key fetched from its server (kiosk/labkey.py), never on the stick
     if [ -n "$1" ] && [ -f "${_cfg:-}" ] &&
-        grep -qE '^[[:space:]]*record_key[[:space:]]*=[[:space:]]*["'"'"']https?://' "$_cfg"; then
+        grep -qiE '^[[:space:]]*record_key[[:space:]]*=[[:space:]]*["'"'"'][[:space:]]*https?://' \
+            "$_cfg"; then
         _why="$_cfg has a record_key URL"
     fi
     printf '%s\n' "$_why"

@@ -70,9 +70,13 @@ def run(args: argparse.Namespace) -> int:
               "no <bench>/<serial>/<run id>/.../run.json)", file=sys.stderr)
         return int(ExitCode.USAGE)
     args.output.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(args.output / "fleet.csv", fleet.fleet_csv(result))
-    page = args.output / "fleet.html"
-    atomic.write_text(page, fleet.fleet_html(result))
+    try:  # inside -o only, never through a link there
+        atomic.write_text(args.output / "fleet.csv", fleet.fleet_csv(result), root=args.output)
+        page = args.output / "fleet.html"
+        atomic.write_text(page, fleet.fleet_html(result), root=args.output)
+    except OSError as exc:
+        print(f"ssdbench fleet: {shown(str(exc))}", file=sys.stderr)
+        return int(ExitCode.FAILURE)
     if result.skipped:
         print(f"ssdbench fleet: {len(result.skipped)} file(s) left out (named on the page), "
               f"first: {shown(result.skipped[0])}", file=sys.stderr)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ssdbench.exitcodes import ExitCode
+from ssdbench.untrusted import shown
 
 
 def register(subparsers: Any) -> None:
@@ -37,6 +38,10 @@ def resolve(directory: Path) -> tuple[str, Path]:
 
     if not directory.is_dir():
         raise ValueError(f"{directory}: no such folder")
+    directory = directory.resolve()  # DIR may be reached through a link; nothing under it
+    if (directory / "ssdbench").is_symlink():  # the folder's content, not the user's choice
+        raise ValueError(f"{directory / 'ssdbench'}: a symbolic link: not reported (give the "
+                         "folder it points to, if it is yours)")
     if (directory / "ssdbench").is_dir() and drive_dirs(directory / "ssdbench"):
         return "root", directory / "ssdbench"
     if drive_dirs(directory):
@@ -55,21 +60,26 @@ def run(args: argparse.Namespace) -> int:
     try:
         kind, path = resolve(Path(args.dir))
     except ValueError as exc:
-        print(f"ssdbench report: {exc}", file=sys.stderr)
+        print(f"ssdbench report: {shown(str(exc))}", file=sys.stderr)
         return int(ExitCode.USAGE)
     svg = not args.no_svg
-    if kind == "root":
-        reports = render_all(path, svg=svg)
-    else:
-        reports = [render_drive(path, svg=svg)]
-        parent = path.parent
-        if (parent / "summary.csv").is_file() or (parent / "index.html").is_file():
-            render_index(parent, svg=svg)
-            print(parent / "index.html")
+    try:  # every file inside DIR; a link in the way is refused (OSError), never followed
+        if kind == "root":
+            reports = render_all(path, svg=svg)
+        else:
+            reports = [render_drive(path, svg=svg)]
+            parent = path.parent
+            if (parent / "summary.csv").is_file() or (parent / "index.html").is_file():
+                render_index(parent, svg=svg)
+                print(parent / "index.html")
+    except OSError as exc:
+        print(f"ssdbench report: {shown(str(exc))}", file=sys.stderr)
+        return int(ExitCode.FAILURE)
     failed = False
     for report in reports:
         for problem in report.problems:
-            print(f"ssdbench report: {report.drive_dir.name}: {problem}", file=sys.stderr)
+            print(f"ssdbench report: {report.drive_dir.name}: {shown(problem, 2000)}",
+                  file=sys.stderr)
         for r in report.runs:
             if r.unreadable:  # a damaged results file: the report is not the whole story
                 failed = True

@@ -67,8 +67,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--config", type=Path, metavar="FILE", help="plan parameters (TOML)")
     p.add_argument("--results", type=Path, metavar="DIR",
                    help="results folder (default: ssdbench/ on the SSDRESULTS stick, else RAM)")
-    p.add_argument("--erase-fallback", choices=("fail", "discard"), default=None,
-                   help="without a secure-erase method: fail, or discard (not secure-erased)")
+    p.add_argument("--erase-fallback", choices=("fail", "discard", "overwrite"), default=None,
+                   help="without a secure-erase method: fail, overwrite (Clear by one "
+                        "pass, docs/erase.md), or discard (not secure-erased)")
     p.add_argument("--resume", action="store_true",
                    help="continue what the journal says was unfinished (no DRIVE: every "
                         "unfinished drive, with the consent recorded when it started)")
@@ -184,6 +185,23 @@ def _results_root(args: argparse.Namespace, host: Host, err: TextIO) -> Path:
     return dest.results_dir
 
 
+def _check_drive_dir(root: Path, key: str, name: object) -> None:
+    """A journal's ``drive_dir`` names one folder right under the results root, or none
+    that exists yet; anything else (``../..``, a link out of it) is an edited state.json:
+    JournalError, nothing written (docs/results-format.md "Read back as untrusted")."""
+    from ssdbench.results.layout import journal_drive_dir
+    from ssdbench.untrusted import path_part, shown
+
+    if name is None or journal_drive_dir(root, name) is not None:
+        return
+    clean = isinstance(name, str) and path_part(name, limit=255) == name
+    if clean and not (root / str(name)).is_symlink() and not (root / str(name)).exists():
+        return  # its folder is gone: the engine makes a new one
+    raise JournalError(f"{root / 'state.json'}: drive {shown(key)}: drive_dir {shown(name)!r} "
+                       "is not a folder of this results folder; move state.json away to "
+                       "start afresh")
+
+
 def _jobs(args: argparse.Namespace, host: Host, root: Path | None) -> list[DriveJob]:
     if args.resume and not args.drives:
         if root is None or not (root / "state.json").exists():
@@ -192,9 +210,10 @@ def _jobs(args: argparse.Namespace, host: Host, root: Path | None) -> list[Drive
         journal = Journal.open(root)
         jobs = []
         for key, entry in sorted(journal.unfinished().items()):
-            drive = engine.locate_drive(host, key)
+            _check_drive_dir(root, key, entry.get("drive_dir"))
+            drive = engine.locate_journal_drive(host, key, entry)  # by its identity
             plan = plan_from_json(entry["plan"])
-            jobs.append(DriveJob(drive, key, plan, resume=True))
+            jobs.append(DriveJob(drive, drive.consent_id, plan, resume=True))
         if not jobs:
             raise Refused(ExitCode.USAGE, f"--resume: every plan in {root / 'state.json'} "
                                           "has finished; nothing to resume")

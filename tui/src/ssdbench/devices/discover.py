@@ -43,6 +43,8 @@ from ssdbench.devices.model import (
     ParseError,
     SmartSnapshot,
     ToolProblem,
+    transport_place,
+    world_wide_name,
 )
 from ssdbench.devices.nvme import (
     NvmeListEntry,
@@ -480,6 +482,10 @@ def discover(
             refusal.append(REFUSE_SED_LOCKED)
 
         trim = discard_max > 0 and (trim_device is not False)
+        wwn = world_wide_name((lb.wwn if lb else None) or "")
+        if wwn is None:  # the drive's own words: noted, not used
+            probe.problems.append(ToolProblem("lsblk", "parse", "the WWN is not an identifier: "
+                                              f"{(lb.wwn if lb else '')!r:.80}"))
         reasons = safety.protect_reasons(host.fs, facts, name, partitions, serial)
         drives.append(
             Drive(
@@ -516,6 +522,8 @@ def discover(
                 problems=tuple(global_problems + probe.problems),
                 sed=sed,
                 ata_passthrough=passthrough,
+                wwn=wwn or "",
+                place=transport_place(syspath, name),
             )
         )
     return drives

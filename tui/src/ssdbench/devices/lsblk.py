@@ -85,6 +85,7 @@ class LsblkDevice:
     phy_sec: int | None
     disc_max: int | None
     children: tuple[LsblkDevice, ...]
+    wwn: str | None = None  # WWN / EUI-64 / NGUID (udev's ID_WWN, or sysfs wwid)
 
     def walk(self) -> list[LsblkDevice]:
         out = [self]
@@ -130,6 +131,7 @@ def _device(obj: object) -> LsblkDevice:
         phy_sec=_size(d.get("phy-sec")),
         disc_max=_size(d.get("disc-max")),
         children=tuple(_device(c) for c in children),
+        wwn=_str(d.get("wwn")),
     )
 
 

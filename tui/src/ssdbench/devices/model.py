@@ -6,6 +6,9 @@ docs/devices.md); the other rooms read the attributes directly.
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +43,112 @@ ERASE_METHODS = (
 # Transports (`Drive.transport`).
 TRANSPORTS = ("sata", "ata", "nvme", "usb", "sas", "scsi", "virtio", "loop", "mmc", "other")
 
+# Path components the kernel numbers in the order it found things (a SCSI host is numbered
+# anew at every USB plug-in, an NVMe controller by probe order): not part of a place.
+_ENUMERATED = re.compile(r"host\d+|target\d+:\d+:\d+|nvme\d+|virtio\d+|nvme")
+_SCSI_ADDRESS = re.compile(r"\d+:(\d+:\d+:\d+)")  # host:channel:target:lun
+_NVME_NAMESPACE = re.compile(r"nvme\d+(?:c\d+)?n(\d+)")
+_IDENTIFIER = re.compile(r"[0-9A-Za-z.:_-]{1,128}")
+# the identity's parts that name one drive and no other (the place only tells where it is)
+IDENTITY_FIELDS = ("serial", "model", "wwn", "size_bytes", "place", "backing")
 
+
+def transport_place(syspath: str, name: str) -> str:
+    """Where a block device sits, from its sysfs link (``readlink /sys/block/NAME``:
+    ``../devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sda``):
+    the controller, port and LUN it is on (``pci0000:00/0000:00:1f.2/ata1/0:0:0``), without
+    the numbers the kernel hands out in the order it finds things (SCSI host, NVMe
+    controller, virtio index) and without its kernel name, so the same slot reads the same
+    after a reboot or a re-plug. An NVMe namespace keeps its number (``.../n1``); a virtual
+    device (loop, zram) has no place but its name (``virtual/block/loop0``). "" when sysfs
+    has no link (then the place tells nothing)."""
+    parts = [p for p in syspath.split("/") if p not in ("", ".", "..")]
+    if parts[:1] == ["devices"]:
+        parts = parts[1:]
+    if parts[:1] == ["virtual"]:
+        return "/".join(parts)
+    if "block" in parts:  # .../block/sda: the disk itself, named by the kernel
+        parts = parts[:parts.index("block")]
+    place = []
+    for part in parts:
+        ns = _NVME_NAMESPACE.fullmatch(part)
+        if ns is not None:
+            place.append(f"n{ns.group(1)}")
+        elif part == name or _ENUMERATED.fullmatch(part):
+            continue
+        elif (scsi := _SCSI_ADDRESS.fullmatch(part)) is not None:
+            place.append(scsi.group(1))
+        else:
+            place.append(part)
+    return "/".join(place)
+
+
+def world_wide_name(raw: str) -> str | None:
+    """A WWN, EUI-64 or NGUID as sysfs gives it (``naa.5002538e4...``, ``eui.0025388...``,
+    an NGUID ``0025-38...``), lower case; "" when the drive reports none (all zeros, or a
+    ``t10.`` id the kernel built from the model and serial: not a name of its own); None
+    when it is not an identifier at all (a drive reports anything: the caller notes it)."""
+    text = raw.strip().strip("\0").strip()
+    if not text:
+        return ""
+    if not _IDENTIFIER.fullmatch(text):
+        return None
+    text = text.lower()
+    if text.startswith(("t10.", "nvme.")):  # made of the vendor, model and serial
+        return ""
+    if not text.strip("0.-:") or text.removeprefix("naa.").removeprefix("eui.").strip("0") == "":
+        return ""
+    return text
+
+
+@dataclass(frozen=True)
+class DriveIdentity:
+    """A drive as everything it reports and the kernel sees, together: serial, model,
+    world wide name (WWN, EUI-64 or NGUID), capacity, the place it is plugged in
+    (:func:`transport_place`) and, for a loop device, its backing file. Two drives that
+    report one serial (counterfeit drives, USB bridges) differ by their place at least;
+    ``consent_id`` is still what an operator names to consent (the serial)."""
+
+    serial: str
+    model: str
+    wwn: str
+    size_bytes: int
+    place: str
+    backing: str = ""
+
+    @property
+    def key(self) -> str:
+        """One string for the whole identity (dictionary keys in a session)."""
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    @property
+    def telling(self) -> bool:
+        """Whether it can tell this drive from another of the same model and capacity
+        in the same place: it has a serial, a world wide name or a backing file. A drive
+        with none of them can be swapped for a twin unnoticed."""
+        return bool(self.serial or self.wwn or self.backing)
+
+    def differences(self, other: DriveIdentity) -> list[str]:
+        """The parts that differ, for a message (``serial '' not 'S1'``)."""
+        return [f"{name} {getattr(self, name)!r} not {getattr(other, name)!r}"
+                for name in IDENTITY_FIELDS if getattr(self, name) != getattr(other, name)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in IDENTITY_FIELDS}
+
+    @classmethod
+    def from_json(cls, obj: object) -> DriveIdentity | None:
+        """From a journal entry or a record (untrusted: None unless every part is there
+        with its type)."""
+        if not isinstance(obj, Mapping):
+            return None
+        texts = [obj.get(n) for n in IDENTITY_FIELDS if n != "size_bytes"]
+        size = obj.get("size_bytes")
+        if not all(isinstance(t, str) for t in texts) or not isinstance(size, int) \
+                or isinstance(size, bool):
+            return None
+        return cls(serial=obj["serial"], model=obj["model"], wwn=obj["wwn"],
+                   size_bytes=size, place=obj["place"], backing=obj["backing"])
 
 
 @dataclass(frozen=True)
@@ -384,6 +492,11 @@ class Drive:
     # SAS/SCSI transport opted in as a SATA drive behind an ATA pass-through HBA (discover's
     # ata_passthrough): hdparm -I was read and ATA erase methods are offered.
     ata_passthrough: bool = False
+    wwn: str = ""  # WWN / EUI-64 / NGUID (:func:`world_wide_name`); "" when none
+    place: str = ""  # where it is plugged in (:func:`transport_place`); "" when unknown
+    # the kernel names of the other drives present that report the same serial (kiosk and
+    # station set it: a shared serial names no drive)
+    serial_shared_with: tuple[str, ...] = ()
 
     @property
     def sed_locked(self) -> bool:
@@ -394,6 +507,16 @@ class Drive:
     def consent_id(self) -> str:
         """What an operator names to consent to destruction: the serial, else the name."""
         return self.serial or self.name
+
+    @property
+    def identity(self) -> DriveIdentity:
+        """Everything the drive reports and the kernel sees, together (the station, the
+        journal, resume and the record know a drive by it; consent by ``consent_id``)."""
+        return DriveIdentity(serial=self.serial, model=self.model, wwn=self.wwn,
+                             size_bytes=self.size_bytes,
+                             # no sysfs link (a recording, a fake): its kernel name
+                             place=self.place or f"kernel name {self.name}",
+                             backing=self.loop_backing_file or "")
 
     @property
     def ata_sanitize(self) -> AtaSanitize | None:
@@ -441,4 +564,7 @@ class Drive:
             # only for drives that answered a TCG Level 0 Discovery (keeps other drives' JSON)
             **({} if self.sed is None else {"sed": self.sed.to_json()}),
             **({"ata_passthrough": True} if self.ata_passthrough else {}),
+            # only when another drive present reported the same serial
+            **({"serial_shared_with": list(self.serial_shared_with)}
+               if self.serial_shared_with else {}),
         }

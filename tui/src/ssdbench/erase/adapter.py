@@ -4,13 +4,15 @@ Duck-typed on the attribute names of the devices contract (docs/architecture.md)
 ``path, name, transport, serial, model, size_bytes, logical_block_size, consent_id,
 ata_security {supported, enabled, locked, frozen, expired, enhanced_supported,
 erase_minutes, enhanced_erase_minutes}, nvme {oacs, fna, sanicap, oncs, dlfeat,
-namespaces}, erase_methods`` - so the erase room does not import the devices room.
+namespaces}, erase_methods, identity`` (a ``DriveIdentity`` or its JSON form) - so the
+erase room does not import discovery.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ssdbench.devices.model import DriveIdentity
 from ssdbench.devices.sed import UNLOCK_ADVICE
 from ssdbench.erase.model import (
     ATA_SANITIZE_BLOCK,
@@ -80,6 +82,9 @@ def target_from_drive(drive: Any) -> EraseTarget:
     sed_lock = ""
     if sed is not None and _attr(sed, "blocks_erase"):
         sed_lock = f"{_attr(sed, 'lock_reason')}: {UNLOCK_ADVICE}"
+    identity = _attr(drive, "identity")
+    if not isinstance(identity, DriveIdentity):
+        identity = DriveIdentity.from_json(identity)  # a JSON form; None without one
     return EraseTarget(
         path=str(_attr(drive, "path")),
         name=str(_attr(drive, "name")),
@@ -94,4 +99,5 @@ def target_from_drive(drive: Any) -> EraseTarget:
         nsid=nsid,
         sed_lock=sed_lock,
         ata_passthrough=bool(_attr(drive, "ata_passthrough", False)),
+        identity=identity,
     )

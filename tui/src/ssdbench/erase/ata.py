@@ -4,7 +4,8 @@ Sequence (hdparm.8; tinyapps.org wipe_drives_hdparm; openSeaChest as the model):
 
 1. ``hdparm -I``: Security supported, not locked, not expired; a frozen drive is unfrozen
    by suspend-to-RAM (``rtcwake -m mem``) when the plan allows it, then IDENTIFY again.
-2. The temporary password is recorded in the journal, THEN set with
+2. The temporary password is recorded in the journal (against the drive's identity, so
+   twins that share a serial keep one each), THEN set with
    ``--security-set-pass``; IDENTIFY must show ``enabled``.
 3. ``--security-erase[-enhanced]`` blocks until the drive is done; a ticker thread reports
    progress from elapsed vs the drive's own estimate. IDENTIFY must show ``not enabled``.
@@ -22,7 +23,7 @@ from ssdbench.erase.hdparm import (
     parse_identify,
     parse_sanitize_status,
 )
-from ssdbench.erase.journal import PasswordJournal
+from ssdbench.erase.journal import PasswordEntry, PasswordJournal, find_entry
 from ssdbench.erase.model import (
     ATA_SANITIZE_BLOCK,
     ATA_SANITIZE_CRYPTO,
@@ -87,15 +88,18 @@ def _hdparm_security(host: Host, target: EraseTarget, op: str, password: str) ->
 
 
 def remove_password(
-    host: Host, target: EraseTarget, password: str, journal: PasswordJournal
+    host: Host, target: EraseTarget, entry: PasswordEntry, journal: PasswordJournal,
+    *, info: IdentifyInfo | None = None,
 ) -> list[str]:
-    """Unlock and disable the temporary password; clear the journal once IDENTIFY agrees.
+    """Unlock and disable the temporary password; clear its journal entry once IDENTIFY
+    agrees. ``info``: an IDENTIFY the caller has just read (saves one).
 
     Raises EraseError (the journal keeps the password) when the drive still shows
     security enabled afterwards.
     """
     steps: list[str] = []
-    sec = _security(identify(host, target))
+    password = entry.password
+    sec = _security(info or identify(host, target))
     if sec.enabled:
         errors: list[str] = []
         if sec.locked:
@@ -117,7 +121,7 @@ def remove_password(
                 f"again, or run: hdparm --user-master u --security-disable PASSWORD "
                 f"{target.path}). " + " / ".join(errors)
             )
-    journal.clear_password(target.serial)
+    journal.clear_password(entry)
     steps.append("security is not enabled; journal entry cleared")
     return steps
 
@@ -125,14 +129,37 @@ def remove_password(
 def recover_leftover_password(
     host: Host, target: EraseTarget, journal: PasswordJournal
 ) -> list[str]:
-    """At start (or the next boot): remove a password an earlier run left on the drive."""
-    password = journal.password_for(target.serial)
-    if password is None:
+    """At start (or the next boot): remove a password an earlier run left on the drive.
+
+    The entry is the drive's own, or an older journal's for its serial; a drive that
+    shows up locked in another place is offered the one entry of its serial and model
+    (:func:`ssdbench.erase.journal.find_entry`). Other drives' entries are left alone.
+    """
+    entries = [e for e in journal.entries() if e.serial == target.serial]
+    if not entries:
         return []
+    info = None
+    match = find_entry(entries, target, locked=None)
+    if match is None:  # only another drive's entries, or this drive moved: is it locked?
+        info = identify(host, target)
+        match = find_entry(entries, target, locked=_security(info).locked)
+        if match is None:
+            return []
     return [
-        f"journal holds a password from an earlier run for {target.serial}",
-        *remove_password(host, target, password, journal),
+        f"journal holds a password from an earlier run for {target.serial} ({match.how})",
+        *remove_password(host, target, match.entry, journal, info=info),
     ]
+
+
+def _others_note(journal: PasswordJournal, target: EraseTarget) -> str:
+    """Why the journal's passwords for this serial were not tried (for the refusal)."""
+    others = [e for e in journal.entries() if e.serial == target.serial]
+    if not others:
+        return "none recorded for this serial"
+    places = ", ".join(sorted({e.identity.place for e in others if e.identity is not None}))
+    return (f"the journal holds {len(others)} password{'s' if len(others) > 1 else ''} for "
+            f"this serial recorded for drives in other places ({places}), and cannot tell "
+            "which one this drive is; see docs/erase.md 'The password journal'")
 
 
 def _unfreeze(
@@ -194,8 +221,8 @@ def check_and_prepare(
     if sec.locked or sec.enabled:
         raise EraseError(
             f"{target.path}: ATA security is {'locked' if sec.locked else 'enabled'} with a "
-            "password ssdbench does not know (none recorded for this serial); it cannot be "
-            "erased without that password (a PSID revert or the master password may help)"
+            f"password ssdbench does not know ({_others_note(journal, target)}); it cannot "
+            "be erased without that password (a PSID revert or the master password may help)"
         )
     if security_needed and not sec.supported:
         raise EraseError(f"{target.path}: the drive does not support the ATA Security feature set")
@@ -227,7 +254,8 @@ def security_erase(
     password = options.password or "ssdb" + secrets.token_hex(8)
     # The journal first: a crash between these two lines leaves a recorded password that
     # was never set (harmless), never a set password that nobody knows.
-    journal.record_password(target.serial, password)
+    entry = PasswordEntry(target.serial, password, target.identity)
+    journal.record_password(entry)
     steps.append("temporary password recorded in the journal")
     try:
         reporter.send("setting a temporary ATA user password")
@@ -263,12 +291,12 @@ def security_erase(
     except (EraseError, CommandError) as exc:
         reason = str(exc)
         try:
-            steps += remove_password(host, target, password, journal)
+            steps += remove_password(host, target, entry, journal)
             cleanup = "the temporary password was removed"
         except (EraseError, CommandError) as cexc:
             cleanup = f"and removing the password failed too: {cexc}"
         raise EraseError(f"ATA {method} failed: {reason}; {cleanup}", method=method) from exc
-    journal.clear_password(target.serial)
+    journal.clear_password(entry)
     steps.append("IDENTIFY: security not enabled; password gone; journal entry cleared")
     return steps
 

@@ -4,9 +4,10 @@ Search order (the first that exists wins):
 
 1. the path given with ``--config`` (``ssdbench kiosk --config FILE``);
 2. ``ssdbench.config=PATH`` on the kernel command line (absolute, or relative to the
-   results partition's mount point), or ``ssdbench.config=http(s)://...``: fetched from a
-   lab's server (:func:`fetch_url`: retried until the network is up, the console saying
-   what it waits for; TLS verified against the system's CA bundle; docs/lab.md);
+   results partition's mount point), or ``ssdbench.config=http(s)://...`` (the scheme in
+   any case): fetched from a lab's server (:func:`fetch_url`: retried until the network is
+   up, the console saying what it waits for; TLS verified against the system's CA bundle;
+   docs/lab.md);
 3. ``ssdbench.toml`` at the root of the results partition (``SSDRESULTS``).
 
 A config that fails validation raises :class:`ConfigError` naming the key and the expected
@@ -34,22 +35,18 @@ form; nothing destructive runs then.  Example (shipped as ``ssdbench.toml.exampl
 
 from __future__ import annotations
 
-import base64
 import fnmatch
-import http.client
-import ssl
 import time
 import tomllib
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ssdbench.lab.config import StoreConfig, StoreConfigError, parse_store
+from ssdbench.lab.fetch import FetchError, UrlError, get, looks_like_url, parse_url, shown
 from ssdbench.plan.plans import PRESETS
+from ssdbench.untrusted import shown as shown_text
 
 PLANS = PRESETS  # the shipped presets (plan/plans.py); a kiosk names one
 READ_ONLY_PLANS = ("diagnose", "grade")  # no `destroy` needed: nothing is written
@@ -256,33 +253,15 @@ def _station(source: str, table: object, plan: str) -> StationConfig:
 
 
 def is_url(text: str) -> bool:
-    return text.startswith(("http://", "https://"))
+    """Whether ``text`` is meant as a URL (lab/fetch.py :func:`looks_like_url`: the scheme in
+    any case, white space around it ignored); it is then never a file name."""
+    return looks_like_url(text)
 
 
 def shown_url(url: str) -> str:
     """``url`` as messages name it: no user, password, query or fragment (tokens). Never
-    raises: a malformed URL is named by what follows its user part."""
-    u = urlsplit(url)
-    hostport = u.netloc.rpartition("@")[2]
-    return f"{u.scheme}://{hostport}{u.path}"
-
-
-def _request(url: str, source: str, key: str = "(url)") -> urllib.request.Request:
-    """The GET for ``url``; a user and password in it become basic auth (urllib would send
-    them to DNS as part of the host name). A URL that cannot work is a ConfigError."""
-    try:
-        u = urlsplit(url)
-        u.port  # noqa: B018 - raises ValueError for a port that is not a number in range
-    except ValueError as exc:
-        raise ConfigError(source, key, f"is not a valid URL: {exc}") from None
-    if not u.hostname:
-        raise ConfigError(source, key, "is not a valid URL: no host")
-    headers = {"User-Agent": "ssdbench"}
-    if u.username is not None:
-        pair = f"{unquote(u.username)}:{unquote(u.password or '')}".encode()
-        headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
-        url = urlunsplit((u.scheme, u.netloc.rpartition("@")[2], u.path, u.query, ""))
-    return urllib.request.Request(url, headers=headers)
+    raises: a URL that does not parse is named without everything before its last ``@``."""
+    return shown(url)
 
 
 def default_route() -> str:
@@ -297,52 +276,9 @@ def default_route() -> str:
 
 
 MAX_CONFIG_BYTES = 1024 * 1024
-FETCH_TIMEOUT_S = 15.0
+FETCH_TIMEOUT_S = 15.0  # for the whole transfer of one try: connect, TLS, headers, body
 BACKOFF_MAX_S = 30.0
-
-
-def _origin(url: str) -> tuple[str, str, int | None]:
-    u = urlsplit(url)
-    try:
-        port = u.port or {"http": 80, "https": 443}.get(u.scheme)
-    except ValueError:
-        port = None
-    return u.scheme, (u.hostname or "").lower(), port
-
-
-class _SameOriginAuth(urllib.request.HTTPRedirectHandler):
-    """Redirects as urllib follows them, but the basic auth of the config URL's user and
-    password goes to its own origin only (scheme, host, port): urllib copies every header
-    to wherever a redirect points, and a config server that redirects elsewhere (or is made
-    to) would hand the lab's credentials to that host."""
-
-    def redirect_request(  # noqa: PLR0917 - urllib's signature
-            self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
-            newurl: str) -> urllib.request.Request | None:
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if new is not None and _origin(newurl) != _origin(req.full_url):
-            for name in list(new.headers):
-                if name.lower() == "authorization":
-                    del new.headers[name]
-        return new
-
-
-def _cut_short(announced: str | None, got: int) -> str | None:
-    """Why a body of ``got`` bytes is not the whole answer its Content-Length announced
-    (None: it is, or the server announced no length)."""
-    if announced is None:
-        return None
-    try:
-        want = int(announced.strip())
-    except ValueError:
-        return f"the server announced a Content-Length of {announced!r}: not a length"
-    if got < want:
-        return f"the answer was cut: {got} of its {want} bytes arrived"
-    return None
-
-
-def _size(n: int) -> str:
-    return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n >> 10} KiB"
+PLAIN_HTTP = "plain HTTP: anyone on this network could read it"
 
 
 def fetch_url(url: str, say: Callable[[str], None], *,
@@ -352,53 +288,48 @@ def fetch_url(url: str, say: Callable[[str], None], *,
               config: str | None = None, key: str = "(url)") -> bytes:
     """The config's bytes from ``url`` (or, with ``what``, another file a bench fetches at
     its start: the lab's key; ``config`` and ``key`` then name the config and its key in
-    errors). The network not being there yet (no lease, no route, refused, DNS, a timeout,
-    an HTTP 5xx, 408 or 429) is waited for, retrying 1 s doubling to 30 s, each try said
-    with what it waits for; an answer that will not change (another 4xx, a TLS certificate
-    that does not verify, more than ``limit`` bytes) is a ConfigError. A body shorter than
-    its Content-Length, or a chunked one cut mid-chunk, is never used: it is fetched again
-    like a network that is not there yet."""
-    shown = shown_url(url)
-    source = config or shown
-    tls_key = "(tls)" if config is None else key
-    req = _request(url, source, key)
-    context = ssl.create_default_context() if url.startswith("https://") else None
-    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context),
-                                         _SameOriginAuth())
+    errors), through the one fetch (lab/fetch.py: the scheme in any case, a deadline of
+    FETCH_TIMEOUT_S for each try's whole transfer, the user and password to their own
+    origin only, never from https to http). The network not being there yet (no lease, no
+    route, refused, DNS, the deadline, an HTTP 5xx, 408 or 429) is waited for, retrying
+    1 s doubling to 30 s, each try said with what it waits for; an answer that will not
+    change (another 4xx, a TLS certificate that does not verify, a redirect to plain HTTP,
+    more than ``limit`` bytes) is a ConfigError. A body shorter than its Content-Length,
+    or a chunked one cut mid-chunk, is never used: it is fetched again."""
+    named = shown_url(url)
+    source = config or named
+    at = "" if config is None else named + ": "
+    try:
+        parsed = parse_url(url)
+    except UrlError as exc:
+        raise ConfigError(source, key, str(exc)) from None
+    plain = f" ({PLAIN_HTTP})" if parsed.plain else ""
     delay = 1.0
     attempt = 0
     while True:
         attempt += 1
         try:
-            with opener.open(req, timeout=FETCH_TIMEOUT_S) as r:
-                body: bytes = r.read(limit + 1)
-                announced = r.headers.get("Content-Length")
-            if len(body) > limit:
-                raise ConfigError(source, key, f"{'' if config is None else shown + ' '}is "
-                                  f"larger than {_size(limit)}: not a {what}")
-            cut = _cut_short(announced, len(body))
-            if cut is None:
-                say(f"{what} fetched from {shown} ({len(body)} bytes)")
-                return body
-            why = cut  # a body cut mid-transfer is never used: the keys after the cut
+            answer = get(parsed, timeout_s=FETCH_TIMEOUT_S, limit=limit)
+        except FetchError as exc:
+            if exc.tls:
+                raise ConfigError(source, "(tls)" if config is None else key,
+                                  f"{at}{exc}") from None
+            if exc.too_large:
+                raise ConfigError(source, key, f"{'' if config is None else named + ' '}"
+                                  f"{exc}: not a {what}") from None
+            if exc.final:
+                raise ConfigError(source, key, f"{at}{exc}") from None
+            why = str(exc)  # a body cut mid-transfer is never used: the keys after the cut
             # would take their defaults (an erase plan's `select` every eligible drive)
-        except ConfigError:
-            raise  # an answer that will not change (too large): not worth a retry
-        except urllib.error.HTTPError as exc:
-            if 400 <= exc.code < 500 and exc.code not in (408, 429):
-                raise ConfigError(source, key, f"{'' if config is None else shown + ': '}"
-                                  f"the server answered {exc.code} {exc.reason}") from None
-            why = f"the server answered {exc.code} {exc.reason}"
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, ssl.SSLCertVerificationError):
-                raise ConfigError(source, tls_key, f"{'' if config is None else shown + ': '}"
-                                  "the server's certificate does not verify: "
-                                  f"{exc.reason.verify_message}") from None
-            why = str(exc.reason)
-        except (OSError, ValueError, http.client.HTTPException) as exc:
-            # timeouts, resets, a malformed answer, a chunked body cut mid-chunk
-            why = f"{type(exc).__name__}: {exc}"
-        say(f"{what} {shown}: waiting for the network ({net_state()}): {why}; "
+        else:
+            code = answer.status
+            if 200 <= code < 300:
+                say(f"{what} fetched from {named} ({len(answer.body)} bytes){plain}")
+                return answer.body
+            why = f"the server answered {code} {shown_text(answer.reason, 80)}"
+            if code < 500 and code not in (408, 429):
+                raise ConfigError(source, key, f"{at}{why}")
+        say(f"{what} {named}: waiting for the network ({net_state()}): {why}; "
             f"try {attempt + 1} in {delay:g} s")
         wait(delay)
         delay = min(delay * 2, BACKOFF_MAX_S)

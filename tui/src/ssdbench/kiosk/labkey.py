@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ssdbench.kiosk.config import ConfigError, default_route, fetch_url, shown_url
+from ssdbench.kiosk.config import PLAIN_HTTP, ConfigError, default_route, fetch_url, shown_url
+from ssdbench.lab.fetch import UrlError, looks_like_url, parse_url
 from ssdbench.record.sign import (
     SigningError,
     fingerprint,
-    is_key_url,
     keep_in_ram,
     private_key_from_pem,
     raw_public,
@@ -71,10 +71,12 @@ def prepare_record_keys(refs: Iterable[str], *, source: str, results: Path | Non
     """Check (and fetch) each ``record_key`` of the plans about to run; a ConfigError (named
     ``source`` ``params.record_key``) when one cannot be used: a file on the results stick
     (``results``: its mount point with ``whole_filesystem``, else the results folder), a
-    URL whose answer is not an Ed25519 private key or will not change (a 4xx, TLS). With
-    ``fetch`` False (a dry run) URLs are not fetched."""
-    for ref in dict.fromkeys(r for r in refs if r):
-        if not is_key_url(ref):
+    URL whose answer is not an Ed25519 private key or will not change (a 4xx, TLS, a
+    redirect to plain HTTP), a text that looks like a URL but cannot be one (``ftp://``,
+    ``htps://``: never taken for a file name). With ``fetch`` False (a dry run) URLs are
+    checked, not fetched."""
+    for ref in dict.fromkeys(r for r in refs if r.strip()):
+        if not looks_like_url(ref):
             if results is not None and _on(Path(ref), results, whole_filesystem):
                 where = "on the results stick" if whole_filesystem else "in the results folder"
                 raise ConfigError(source, key, f"{ref} is {where}: whoever holds the results "
@@ -82,6 +84,10 @@ def prepare_record_keys(refs: Iterable[str], *, source: str, results: Path | Non
                                   "(record_key = \"https://...\") or keep it on a medium of its "
                                   "own (docs/security.md)")
             continue
+        try:
+            url = parse_url(ref)
+        except UrlError as exc:
+            raise ConfigError(source, key, f"lab key {exc}") from None
         if not fetch:
             continue
         shown = shown_url(ref)
@@ -92,7 +98,6 @@ def prepare_record_keys(refs: Iterable[str], *, source: str, results: Path | Non
         except SigningError as exc:
             raise ConfigError(source, key, str(exc)) from None
         keep_in_ram(ref, private)
-        plain = " (plain HTTP: anyone on this network could read it)" if (
-            ref.startswith("http://")) else ""
+        plain = f" ({PLAIN_HTTP})" if url.plain else ""
         say(f"lab key {shown}: {fingerprint(raw_public(private.public_key()))}, held in memory "
             f"only{plain}")

@@ -17,11 +17,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from ssdbench.devices import Drive
+from ssdbench.devices.model import DriveIdentity
 from ssdbench.exitcodes import ExitCode
 from ssdbench.kiosk.config import (
     ConfigError,
@@ -36,17 +37,27 @@ from ssdbench.kiosk.config import (
 )
 from ssdbench.kiosk.labkey import prepare_record_keys
 from ssdbench.kiosk.mirror import StickMirror
-from ssdbench.kiosk.station import Station, StationBoard, station_lines
+from ssdbench.kiosk.station import (
+    Station,
+    StationBoard,
+    mark_shared_serials,
+    shared_note,
+    station_lines,
+)
 from ssdbench.lab.live import LiveStatus, start_store
 from ssdbench.lab.uploader import StoreUploader
 from ssdbench.plan import engine
 from ssdbench.plan.engine import DriveJob, DriveOutcome
-from ssdbench.plan.journal import Journal, JournalError
+from ssdbench.plan.journal import Journal, JournalError, doubt
 from ssdbench.plan.plans import Plan, PlanError, build_plan, plan_from_json
 from ssdbench.progress import Progress
 from ssdbench.results import atomic
+from ssdbench.results.layout import journal_drive_dir
 from ssdbench.system import CommandError, Host, SystemRunner
 from ssdbench.untrusted import shown
+
+# a console line that quotes a drive's words is cut only far past any real line
+LINE_LIMIT = 2000
 
 
 @dataclass(frozen=True)
@@ -164,8 +175,9 @@ class Screen:
         for col in ("drive", "serial", "model", "state", "record / reason"):
             station.add_column(col)
         styles = {"PASS": "bold green", "FAIL": "bold red"}
-        for row in self.board.rows():
-            station.add_row(cell(row.name), cell(row.consent_id), cell(row.model or "?"),
+        for row in self.board.rows():  # one row per drive (identity), never per serial
+            serial = f"{row.consent_id} ({row.note})" if row.note else row.consent_id
+            station.add_row(cell(row.name), cell(serial), cell(row.model or "?"),
                             cell(row.label), cell(row.detail), style=styles.get(row.state, ""))
         return Group(table, station)
 
@@ -263,13 +275,20 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
                                 f"ssdbench: {line}", file=out, flush=True))
     except (ConfigError, PlanError) as exc:
         return _bad_config(str(exc), out, err)
-    shown = shown_url(path) if isinstance(path, str) and is_url(path) else path
-    print(f"ssdbench: config {shown}: plan {plan.name}, on_finish {config.on_finish}",
+    named = shown_url(path) if isinstance(path, str) and is_url(path) else path
+    print(f"ssdbench: config {named}: plan {plan.name}, on_finish {config.on_finish}",
           file=out, flush=True)
 
     from ssdbench.devices import discover
 
-    drives = discover(host, include_all=opts.include_all)
+    # two drives reporting one serial are two drives: each is named on the other's lines
+    drives = mark_shared_serials(discover(host, include_all=opts.include_all))
+    for d in drives:
+        if d.serial_shared_with:
+            print(shown(f"ssdbench: {d.name} ({d.model or '?'} {d.consent_id}): "
+                        f"{shared_note(d.serial_shared_with)}; each is known by its identity "
+                        f"(serial, model, WWN, capacity, place {d.identity.place})",
+                        limit=LINE_LIMIT), file=out, flush=True)
     chosen, skipped = choose_drives(
         config, [(d.consent_id, d.model, d.protected) for d in drives])
     for i, why in skipped:
@@ -331,7 +350,7 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
                           job_for=lambda d: _station_job(config, plan, journal, d, out),
                           cancel=cancel)
         station.known.extend(drives)
-        station.seen.update(d.consent_id for d in drives)
+        station.seen.update(d.identity.key for d in drives)
         outcomes = _run(jobs, root, journal, out, cancel, mirror=mirror, svg=config.svg,
                         store=store, station=station)
         selection = _selection_problems(config, station.known,
@@ -346,6 +365,9 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     else:
         outcomes = _run(jobs, root, journal, out, cancel, mirror=mirror, svg=config.svg,
                         store=store)
+        shared = {j.drive.name: shared_note(j.drive.serial_shared_with) for j in jobs}
+        outcomes = [replace(o, notes=(*o.notes, shared[o.drive])) if shared.get(o.drive)
+                    else o for o in outcomes]
     for problem in engine.finish(root, svg=config.svg):
         print(f"ssdbench: {problem}", file=out, flush=True)
     _summary(outcomes, out)
@@ -420,18 +442,64 @@ def _station_job(config: KioskConfig, plan: Plan, journal: Journal, drive: Drive
     return jobs[0] if jobs else "the journal says it was erased already (PASS)"
 
 
+def _journal_entry(journal: Journal, drive: Drive, out: TextIO) -> dict[str, Any] | None:
+    """The journal's entry of this drive: the one recorded for exactly its identity (serial,
+    model, WWN, capacity, place), and only when that identity can tell it from another
+    drive (a serial, a WWN or a backing file no other drive shared). None: the plan runs
+    afresh; the console says why when an entry was passed over."""
+    identity = drive.identity
+    who = f"{drive.name} ({drive.consent_id})"
+    found = journal.find(identity.to_json())
+    if found is None:
+        for key, other in _entries_at(journal, drive):
+            recorded = DriveIdentity.from_json(other.get("identity"))
+            why = ("it was recorded without an identity (an older ssdbench)"
+                   if recorded is None else
+                   f"it was another drive: {'; '.join(identity.differences(recorded))}")
+            # the journal is read back from the stick: its words are untrusted
+            print(shown(f"ssdbench: {who}: the journal's entry {key} (plan "
+                        f"{_plan_name(other)}, {other.get('state')}) is not this drive's: "
+                        f"{why}; running the plan on it", limit=2000), file=out, flush=True)
+        return None
+    key, entry = found
+    why = doubt(entry, identity.telling, bool(identity.wwn or identity.backing),
+                drive.serial_shared_with)
+    if why:
+        print(shown(f"ssdbench: {who}: the journal's entry {key} (plan {_plan_name(entry)}, "
+                    f"{entry.get('state')}) has this drive's identity, but {why}: another "
+                    "drive of the same model and capacity in the same place would look the "
+                    "same, so it cannot be told apart; running the plan afresh", limit=2000),
+              file=out, flush=True)
+        return None
+    return entry
+
+
+def _entries_at(journal: Journal, drive: Drive) -> list[tuple[str, dict[str, Any]]]:
+    """Entries at this drive's consent id or kernel name (another drive's, or one recorded
+    without an identity)."""
+    return [(k, v) for k, v in journal.entries().items()
+            if k == drive.consent_id or v.get("consent_id") == drive.consent_id
+            or v.get("drive") == drive.name]
+
+
+def _plan_name(entry: dict[str, Any]) -> str:
+    plan = entry.get("plan")
+    return str(plan.get("name")) if isinstance(plan, dict) else "?"
+
+
 def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal,
           out: TextIO, *, reports: list[Path]) -> list[DriveJob]:
     """The drives to run or resume; finished drives whose report is missing go to
-    ``reports``."""
+    ``reports``. A drive is matched to the journal by its identity (``_journal_entry``)."""
     jobs = []
     for drive in drives:
-        entry = journal.entry(drive.consent_id)
+        entry = _journal_entry(journal, drive, out)
         if config.station is not None and entry is not None and entry.get("state") == "failed":
             entry = None  # station mode: a drive that failed (pulled, ...) is erased afresh
         if entry is not None and entry.get("state") in ("done", "failed"):
-            drive_dir = journal.path.parent / str(entry.get("drive_dir"))
-            if drive_dir.is_dir():
+            # one folder right under the results root (state.json may have been edited)
+            drive_dir = journal_drive_dir(journal.path.parent, entry.get("drive_dir"))
+            if drive_dir is not None:
                 # the power may have gone after the journal said done and before drive.json
                 # (copied apart from it) reached the stick
                 healed = engine.heal_finished_drive(drive_dir, entry)
@@ -441,14 +509,15 @@ def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal
                           file=out, flush=True)
                 if not (drive_dir / "report.html").exists():
                     reports.append(drive_dir)
-            print(f"ssdbench: {drive.name} ({drive.consent_id}) skipped: the journal says plan "
-                  f"{entry['plan']['name']} already finished ({entry['state']}) in "
-                  f"{entry['drive_dir']}; remove state.json to test it again",
-                  file=out, flush=True)
+            print(shown(f"ssdbench: {drive.name} ({drive.consent_id}) skipped: the journal "
+                        f"says plan {entry['plan']['name']} already finished ({entry['state']})"
+                        f" in {entry['drive_dir']}; remove state.json to test it again",
+                        limit=LINE_LIMIT), file=out, flush=True)
             continue
         if entry is not None:
-            print(f"ssdbench: {drive.name} ({drive.consent_id}): resuming the unfinished plan "
-                  f"{entry['plan']['name']}", file=out, flush=True)
+            print(shown(f"ssdbench: {drive.name} ({drive.consent_id}): resuming the unfinished "
+                        f"plan {entry['plan']['name']}", limit=LINE_LIMIT),
+                  file=out, flush=True)
             jobs.append(DriveJob(drive, drive.consent_id, plan_from_json(entry["plan"]),
                                  resume=True))
             continue
@@ -509,7 +578,7 @@ def _station_run(station: Station, jobs: list[DriveJob], root: Path, lines: Even
     kiosk_txt = threading.Lock()  # erase threads announce at once: the newest board wins
 
     def say(line: str) -> None:
-        lines.say(f"ssdbench: {line}")
+        lines.say(shown(f"ssdbench: {line}", limit=LINE_LIMIT))
         root.mkdir(parents=True, exist_ok=True)
         with kiosk_txt:
             atomic.write_text(root / "kiosk.txt",
@@ -536,10 +605,13 @@ def _summary(outcomes: list[DriveOutcome], out: TextIO) -> None:
     for o in outcomes:
         runs = ", ".join(f"{r.name} {r.state}" + (f" ({r.error})" if r.error else "")
                          for r in o.runs)
-        print(f"ssdbench: {o.drive} ({o.consent_id}): {o.state}: {runs}", file=out)
+        # the serial and the run errors are a drive's words: one line each, no escapes
+        print(shown(f"ssdbench: {o.drive} ({o.consent_id}): {o.state}: {runs}",
+                    limit=LINE_LIMIT), file=out)
         if o.drive_dir is not None:
-            print(f"ssdbench: {o.drive} results: {o.drive_dir}", file=out)
+            print(shown(f"ssdbench: {o.drive} results: {o.drive_dir}", limit=LINE_LIMIT),
+                  file=out)
         for note in o.notes:
-            print(f"ssdbench: {o.drive}: {note}", file=out)
+            print(shown(f"ssdbench: {o.drive}: {note}", limit=LINE_LIMIT), file=out)
     out.flush()
     time.sleep(0)

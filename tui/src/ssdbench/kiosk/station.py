@@ -10,6 +10,11 @@ not erased again). A chosen drive starts at once in its own thread (``engine.run
 the others go on. A drive pulled mid-erase fails in the engine with its reason (its record
 says FAIL); the station notes it as removed.
 
+A drive is known by its identity (``Drive.identity``: serial, model, WWN, capacity and the
+place it is plugged in), never by its serial alone: two drives that report one serial
+(counterfeit drives, USB bridges) are two rows, two erases and two records, and each row,
+announcement and record names the other ("serial shared with sdb").
+
 It ends when nothing is running and nothing came or went for ``idle_minutes``, or once
 ``drives`` drives were finished, or on cancel. The state of each drive (waiting, erasing,
 verifying, PASS, FAIL, and removed when it left) is kept in a :class:`StationBoard` that the
@@ -31,6 +36,7 @@ from ssdbench.kiosk.config import KioskConfig, StationConfig, choose_drives
 from ssdbench.plan.engine import DriveJob, DriveOutcome
 from ssdbench.progress import Progress
 from ssdbench.system import Host
+from ssdbench.untrusted import shown
 
 WAITING = "waiting"
 ERASING = "erasing"
@@ -52,10 +58,33 @@ class StationRow:
     state: str  # waiting | erasing | verifying | PASS | FAIL
     detail: str = ""  # the FAIL reason, or the record's category and method
     present: bool = True  # False once the drive left (pulled)
+    key: str = ""  # the drive's identity (DriveIdentity.key): one row per drive
+    shared_with: tuple[str, ...] = ()  # kernel names of other drives with its serial
 
     @property
     def label(self) -> str:
         return self.state if self.present else f"{self.state}, removed"
+
+    @property
+    def note(self) -> str:
+        """"serial shared with sdb" when another drive reported the same serial."""
+        return shared_note(self.shared_with)
+
+
+def shared_note(names: Sequence[str]) -> str:
+    return f"serial shared with {', '.join(names)}" if names else ""
+
+
+def mark_shared_serials(drives: Sequence[Drive]) -> list[Drive]:
+    """``drives`` (present together), each with ``serial_shared_with`` naming the others
+    that report its serial (a serial names no drive then: both are erased, both named)."""
+    by_serial: dict[str, list[Drive]] = {}
+    for d in drives:
+        if d.serial:
+            by_serial.setdefault(d.serial, []).append(d)
+    return [replace(d, serial_shared_with=tuple(sorted(
+        {o.name for o in by_serial.get(d.serial, []) if o.identity != d.identity}
+        | set(d.serial_shared_with)))) if d.serial else d for d in drives]
 
 
 class StationBoard:
@@ -64,14 +93,34 @@ class StationBoard:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._rows: dict[str, StationRow] = {}  # by consent id
-        self._by_name: dict[str, str] = {}  # kernel name -> consent id of the drive there
+        self._rows: dict[str, StationRow] = {}  # by identity key
+        self._by_name: dict[str, str] = {}  # kernel name -> identity key of the drive there
 
     def found(self, drive: Drive) -> None:
+        """A row for the drive; the row of an earlier drive of the same identity (it left,
+        and this one cannot be told from it) stays, under a key of its own."""
+        key = drive.identity.key
         with self._lock:
-            self._rows[drive.consent_id] = StationRow(drive.name, drive.consent_id,
-                                                      drive.model, WAITING)
-            self._by_name[drive.name] = drive.consent_id
+            if key in self._rows:
+                n = len(self._rows)
+                self._rows = {(f"{k}#{n}" if k == key else k): (
+                    replace(v, key=f"{k}#{n}") if k == key else v)
+                    for k, v in self._rows.items()}
+            self._rows[key] = StationRow(drive.name, drive.consent_id, drive.model, WAITING,
+                                         key=key, shared_with=drive.serial_shared_with)
+            self._by_name[drive.name] = key
+
+    def shared(self, key: str, names: Collection[str]) -> None:
+        """Another drive present reports this drive's serial: the row names it."""
+        with self._lock:
+            row = self._rows.get(key)
+            if row is not None:
+                self._rows[key] = replace(row, shared_with=tuple(sorted(
+                    set(row.shared_with) | set(names))))
+
+    def row(self, key: str) -> StationRow | None:
+        with self._lock:
+            return self._rows.get(key)
 
     def __call__(self, ev: Progress) -> None:
         with self._lock:
@@ -83,21 +132,22 @@ class StationBoard:
             if ev.state == "running":
                 state = VERIFYING if (state == VERIFYING or ev.message == VERIFY_MESSAGE) \
                     else ERASING
-            self._rows[row.consent_id] = replace(row, state=state)
+            self._rows[row.key] = replace(row, state=state)
 
-    def finished(self, consent_id: str, passed: bool, detail: str) -> None:
+    def finished(self, key: str, passed: bool, detail: str) -> None:
+        """The drive of identity ``key`` ended: PASS or FAIL, and what to say."""
         with self._lock:
-            row = self._rows.get(consent_id)
+            row = self._rows.get(key)
             if row is not None:
-                self._rows[consent_id] = replace(row, state=PASS if passed else FAIL,
-                                                 detail=detail)
+                self._rows[key] = replace(row, state=PASS if passed else FAIL, detail=detail)
 
-    def present(self, consent_ids: set[str]) -> list[StationRow]:
-        """Mark the drives not in ``consent_ids`` removed; return the ones that just left."""
+    def present(self, keys: set[str]) -> list[StationRow]:
+        """Mark the drives whose identity is not in ``keys`` removed; return the ones that
+        just left."""
         gone = []
         with self._lock:
             for key, row in self._rows.items():
-                if row.present and key not in consent_ids:
+                if row.present and key not in keys:
                     self._rows[key] = replace(row, present=False)
                     gone.append(self._rows[key])
         return gone
@@ -155,37 +205,45 @@ class Station:
     cancel: threading.Event = field(default_factory=threading.Event)
     clock: Callable[[], float] = time.monotonic
     poll_s: float = POLL_S
-    seen: set[str] = field(default_factory=set)  # consent ids already handled or skipped
+    # identity keys (DriveIdentity.key) of the drives present already handled or skipped
+    seen: set[str] = field(default_factory=set)
     known: list[Drive] = field(default_factory=list)  # every drive found in the session
     outcomes: list[DriveOutcome] = field(default_factory=list)
-    _running: dict[str, tuple[str, threading.Thread]] = field(default_factory=dict)
+    # by identity key: kernel name, thread, the drive
+    _running: dict[str, tuple[str, threading.Thread, Drive]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, job: DriveJob) -> None:
         """Start ``job`` now (a drive found at boot or plugged in later)."""
         drive = job.drive
-        self.seen.add(drive.consent_id)
+        key = drive.identity.key
+        self.seen.add(key)
         self.board.found(drive)
         thread = threading.Thread(target=self._work, args=(job,), daemon=True,
                                   name=f"station-{drive.name}")
         with self._lock:
-            self._running[drive.consent_id] = (drive.name, thread)
+            self._running[key] = (drive.name, thread, drive)
         thread.start()
 
     def _work(self, job: DriveJob) -> None:
         drive = job.drive
+        key = drive.identity.key
         try:
             outcome = self.start(job)
         except Exception as exc:  # start() should not raise; a bug must not stop the station
             outcome = DriveOutcome(drive.name, drive.consent_id, None, ())
             self.say(f"station: {drive.name} ({drive.consent_id}): {type(exc).__name__}: {exc}")
         passed, detail = record_summary(outcome)
-        self.board.finished(drive.consent_id, passed, detail)
+        row = self.board.row(key)
+        note = shared_note(row.shared_with if row is not None else drive.serial_shared_with)
+        if note:
+            outcome = replace(outcome, notes=(*outcome.notes, note))
+        self.board.finished(key, passed, detail)
         self.say(f"station: {drive.name} ({drive.consent_id}) {PASS if passed else FAIL}: "
-                 f"{detail}")
+                 f"{detail}" + (f"; {note}" if note else ""))
         with self._lock:
             self.outcomes.append(outcome)
-            self._running.pop(drive.consent_id, None)
+            self._running.pop(key, None)
 
     def running(self) -> int:
         with self._lock:
@@ -195,34 +253,41 @@ class Station:
         """Discover the drives that are not running, announce the ones that left, start the
         new ones the config chooses, and say why the others are not erased."""
         with self._lock:
-            busy = {name for name, _t in self._running.values()}
-            busy_ids = set(self._running)
+            busy = {name for name, _t, _d in self._running.values()}
+            busy_drives = [d for _n, _t, d in self._running.values()]
         free = [n for n in self.host.fs.listdir("/sys/block") if n not in busy]
         # every disk erasing: no discovery at all (no tool may read a drive in its erase)
         drives = self.discover(self.host, free) if free else []
-        for row in self.board.present({d.consent_id for d in drives} | busy_ids):
+        here = {d.identity.key for d in [*drives, *busy_drives]}
+        for row in self.board.present(here):
             self.say(f"station: {row.name} ({row.consent_id}) removed ({row.state})")
-        new = [d for d in drives if d.consent_id not in self.seen]
-        self.known.extend(d for d in new if d.consent_id not in
-                          {k.consent_id for k in self.known})
+        # every drive present, erasing or not: a serial two of them report names neither
+        marked = mark_shared_serials([*drives, *busy_drives])
+        for d in marked:
+            if d.serial_shared_with:
+                self.board.shared(d.identity.key, d.serial_shared_with)
+        new = [d for d in marked[:len(drives)] if d.identity.key not in self.seen]
+        self.known.extend(d for d in new if d.identity not in
+                          {k.identity for k in self.known})
         chosen, skipped = choose_drives(self.config,
                                         [(d.consent_id, d.model, d.protected) for d in new])
         for i, why in skipped:
-            self.seen.add(new[i].consent_id)
+            self.seen.add(new[i].identity.key)
             self.say(f"station: {new[i].name} ({new[i].model or '?'} {new[i].consent_id}) "
-                     f"plugged in, not erased: {why}")
+                     f"plugged in, not erased: {why}{_also(new[i])}")
         for i in chosen:
             drive = new[i]
             job = self.job_for(drive)
             if isinstance(job, str):
-                self.seen.add(drive.consent_id)
-                self.say(f"station: {drive.name} ({drive.consent_id}) not erased: {job}")
+                self.seen.add(drive.identity.key)
+                self.say(f"station: {drive.name} ({drive.consent_id}) not erased: {job}"
+                         f"{_also(drive)}")
                 continue
             self.say(f"station: {drive.name} ({drive.model or '?'} {drive.consent_id}) "
-                     f"found: {'resuming' if job.resume else 'erasing'}")
+                     f"found: {'resuming' if job.resume else 'erasing'}{_also(drive)}")
             self.add(job)
         # a drive that left is looked at again when it comes back
-        self.seen &= {d.consent_id for d in drives} | busy_ids
+        self.seen &= here
 
     def _finished_enough(self) -> bool:
         limit = self.settings.drives
@@ -268,11 +333,20 @@ class Station:
 
     def _threads(self) -> Sequence[tuple[str, threading.Thread]]:
         with self._lock:
-            return list(self._running.values())
+            return [(name, thread) for name, thread, _d in self._running.values()]
+
+
+def _also(drive: Drive) -> str:
+    note = shared_note(drive.serial_shared_with)
+    return f" ({note})" if note else ""
 
 
 def station_lines(rows: Sequence[StationRow]) -> list[str]:
-    """kiosk.txt's station part: one line per drive with its state and detail."""
-    return [f"station: {r.name} ({r.model or '?'} {r.consent_id}) {r.label}"
-            + (f": {r.detail}" if r.detail else "") for r in rows]
+    """kiosk.txt's station part: one line per drive with its state and detail (and the
+    drives that share its serial)."""
+    # a drive's model and serial are its own words: one line each, no escapes (shown)
+    return [shown(f"station: {r.name} ({r.model or '?'} {r.consent_id}) {r.label}"
+                  + (f": {r.detail}" if r.detail else "") + (f" ({r.note})" if r.note else ""),
+                  limit=2000)
+            for r in rows]
 

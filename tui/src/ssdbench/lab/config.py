@@ -28,7 +28,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+
+from ssdbench.lab.fetch import UrlError, parse_url
 
 KINDS = ("s3", "http", "webdav")
 STORE_KEYS = ("kind", "endpoint", "bucket", "prefix", "region", "access_key", "secret_key",
@@ -152,14 +153,15 @@ def parse_store(section: object, base: Path) -> StoreConfig:
     kind = _str(section, "kind")
     if kind not in KINDS:
         raise StoreConfigError("store.kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
-    endpoint = _str(section, "endpoint")
-    url = urlsplit(endpoint)
-    if url.scheme not in ("http", "https") or not url.hostname:
+    try:  # the one URL parser (lab/fetch.py): the scheme in any case; no secret in errors
+        url = parse_url(_str(section, "endpoint"))
+    except UrlError as exc:
         raise StoreConfigError("store.endpoint",
-                               f"expected an http:// or https:// URL, got {endpoint!r}")
-    if url.username or url.password:
+                               f"expected an http:// or https:// URL: {exc}") from None
+    if url.username is not None:
         raise StoreConfigError("store.endpoint", "no user or password in the URL: use "
                                "access_key/secret_key or username/password")
+    endpoint = f"{url.scheme}://{url.netloc}{url.target}"
     prefix = _str(section, "prefix").strip("/")
     if any(part in ("", ".", "..") for part in prefix.split("/")) and prefix:
         raise StoreConfigError("store.prefix", f"expected a/b/c without empty, . or .. parts, "

@@ -26,7 +26,7 @@ from typing import Any
 from ssdbench.grade.capacity import FAKE_VERDICTS
 from ssdbench.lab.store import Store
 from ssdbench.report.summary import authenticity_cells
-from ssdbench.untrusted import csv_row
+from ssdbench.untrusted import csv_row, visible
 
 WANTED = ("status.json", "run.json", "drive.json", "erase-record.json", "record-chain.json")
 SILENT_AFTER_S = 120.0
@@ -59,14 +59,27 @@ class Fleet:
 
 
 def folder_entries(root: Path) -> dict[str, Loader]:
-    """The wanted files under a folder, keyed by their path relative to it."""
+    """The wanted files under a folder, keyed by their path relative to it. The folder is
+    a copy of a store (anyone's): a file is read as :func:`ssdbench.jsonfile.read_bytes`
+    reads it (a regular file, never through a link, at most FILE_LIMIT bytes: a FIFO, a
+    link or a huge file is a file the page skips, with why); a folder that is a link is
+    not entered."""
     out: dict[str, Loader] = {}
-    for dirpath, _dirs, files in os.walk(root):
+    for dirpath, _dirs, files in os.walk(root):  # links to folders are not followed
         for name in files:
             if name in WANTED:
                 path = Path(dirpath) / name
-                out[path.relative_to(root).as_posix()] = path.read_bytes
+                out[path.relative_to(root).as_posix()] = _file(path)
     return out
+
+
+FILE_LIMIT = 16 << 20  # bytes: jsonfile.JSON_LIMIT, for status.json, run.json, a record
+
+
+def _file(path: Path) -> Loader:
+    from ssdbench import jsonfile
+
+    return lambda: jsonfile.read_bytes(path, limit=FILE_LIMIT, follow=False)
 
 
 def store_entries(store: Store, prefix: str, workers: int = 8) -> dict[str, Loader]:
@@ -291,7 +304,9 @@ def _store_state(store: object) -> str:
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text))
+    """Text for the page (HTML text, a quoted attribute, SVG text): control and invisible
+    characters as ``?`` as on every screen and CSV (``untrusted.visible``), then escaped."""
+    return html.escape(visible(text), quote=True)
 
 
 def _long(text: object) -> str:
@@ -397,7 +412,10 @@ def fleet_html(fleet: Fleet) -> str:
     counts: dict[str, int] = {}
     for b in benches:
         counts[b.state] = counts.get(b.state, 0) + 1
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>ssdbench fleet"
+    # the page loads nothing (its style and charts are inline): CSP for the browser
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><meta http-equiv="
+             "'Content-Security-Policy' content=\"default-src 'none'; style-src "
+             "'unsafe-inline'\"><title>ssdbench fleet"
              f"</title><style>{CSS}</style></head><body><h1>ssdbench fleet</h1>"
              f"<p class='small'>Built {_e(fleet.generated)}: {len(benches)} benches ("
              + ", ".join(f"{n} {_e(s)}" for s, n in sorted(counts.items()))

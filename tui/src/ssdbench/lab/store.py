@@ -12,13 +12,16 @@ import base64
 import ssl
 import uuid
 import xml.etree.ElementTree as ET
-from http.client import HTTPConnection, HTTPException, HTTPSConnection
 from typing import Any, Protocol
 from urllib.parse import quote, unquote, urlsplit
 
 from ssdbench.lab.config import StoreConfig, scrub
+from ssdbench.lab.fetch import FetchError, Url, parse_url, request
 
+# an HTTP/WebDAV request's whole transfer (lab/fetch.py): this, plus the time its body
+# takes at MIN_RATE bytes a second (a large fio log on a slow link)
 TIMEOUT_S = 20.0
+MIN_RATE = 256 * 1024
 # WebDAV listings (HttpStore.keys): <prefix>/<bench>/<serial>/<run id>/<run>/ is 5 deep
 LIST_MAX_DEPTH = 8
 LIST_MAX_FOLDERS = 100_000
@@ -39,6 +42,9 @@ class Store(Protocol):
     def get(self, key: str) -> bytes: ...
 
     def keys(self, prefix: str) -> list[str]: ...
+
+    # a store may also have stop_by(until): every request from then on ends by ``until``
+    # (a time.monotonic() value) or fails; the uploader's close uses it (HttpStore)
 
 
 def content_type(name: str) -> str:
@@ -63,6 +69,10 @@ class S3Store:
     def __init__(self, cfg: StoreConfig) -> None:
         self.cfg = cfg
         self._client: Any = None
+
+    def stop_by(self, until: float | None) -> None:
+        """boto3's timeouts are per socket read: a deadline cannot be kept here (the
+        uploader's close leaves such a request behind in its thread)."""
 
     def _s3(self) -> Any:
         if self._client is None:
@@ -135,13 +145,17 @@ class HttpStore:
 
     def __init__(self, cfg: StoreConfig) -> None:
         self.cfg = cfg
-        url = urlsplit(cfg.endpoint)
-        self.https = url.scheme == "https"
-        self.host = url.hostname or ""
-        self.port = url.port
-        self.base = url.path.rstrip("/")
+        self.url = parse_url(cfg.endpoint)  # parse_store checked it
+        self.https = self.url.scheme == "https"
+        self.host = self.url.host
+        self.port = self.url.port
+        self.base = self.url.target.partition("?")[0].rstrip("/")
         self._ctx = ssl.create_default_context(
             cafile=str(cfg.ca_file) if cfg.ca_file else None) if self.https else None
+        self._until: float | None = None
+
+    def stop_by(self, until: float | None) -> None:
+        self._until = until
 
     def _headers(self) -> dict[str, str]:
         if self.cfg.token:
@@ -156,20 +170,19 @@ class HttpStore:
 
     def _request(self, method: str, path: str, body: bytes | None = None,
                  headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-        conn: HTTPConnection
-        if self.https:
-            conn = HTTPSConnection(self.host, self.port, timeout=TIMEOUT_S, context=self._ctx)
-        else:
-            conn = HTTPConnection(self.host, self.port, timeout=TIMEOUT_S)
+        """One request through the one fetch (lab/fetch.py): its whole transfer within
+        TIMEOUT_S (plus the body's time at MIN_RATE), and by the deadline of
+        :meth:`stop_by`; no redirect followed."""
+        url = Url(self.url.scheme, self.url.host, self.url.port, path)
         try:
-            conn.request(method, path, body=body, headers={**self._headers(), **(headers or {})})
-            resp = conn.getresponse()
-            return resp.status, resp.read()
-        except (OSError, HTTPException) as exc:
-            raise StoreError(scrub(f"{method} {unquote(path)}: {type(exc).__name__}: {exc}",
+            answer = request(url, method, body=body,
+                             headers={**self._headers(), **(headers or {})},
+                             timeout_s=TIMEOUT_S + len(body or b"") / MIN_RATE,
+                             until=self._until, context=self._ctx, auth=False)
+        except FetchError as exc:
+            raise StoreError(scrub(f"{method} {unquote(path)}: {exc}",
                                    self.cfg.secrets())) from None
-        finally:
-            conn.close()
+        return answer.status, answer.body
 
     def _check(self, what: str, status: int) -> None:
         if 200 <= status < 300:

@@ -78,8 +78,12 @@ class Sent:
     sent: str
 
 
-# close(): how long past its wait_s the last pass may take (a request's socket timeout, once)
-CLOSE_GRACE_S = 20.0
+# close(): how long past its wait_s the last pass may take: every request of the store ends
+# by then (HttpStore.stop_by: a deadline for the whole transfer, lab/fetch.py)
+CLOSE_GRACE_S = 1.0
+# ... and how much longer close() waits for a store that cannot keep that deadline (boto3's
+# timeouts are per socket read) before it leaves the last pass behind in its thread
+CLOSE_STALL_S = 2.0
 
 
 class StoreUploader:
@@ -150,7 +154,7 @@ class StoreUploader:
             serial = str(drive.get("serial") or drive.get("consent_id") or drive.get("name"))
         except (OSError, ValueError, AttributeError):
             return None
-        self._serials[drive_dir] = path_part(serial)
+        self._serials[drive_dir] = path_part(serial, distinct=True)
         return self._serials[drive_dir]
 
     # ---- the journal ----
@@ -329,11 +333,16 @@ class StoreUploader:
     def close(self, cancel: threading.Event | None = None, *, wait_s: float = 0.0) -> int:
         """Stop the thread; send what is left, retrying with backoff for up to ``wait_s``
         seconds (or until ``cancel``). Files still unsent (0: everything is in the store).
-        It returns within ``wait_s`` + CLOSE_GRACE_S wall-clock seconds whatever the store
-        does: a store that drips its answers keeps every socket read within its timeout, so
-        the last requests run in a thread of their own, left behind (a daemon) when the
-        time is up, and the files stay where they are (the stick, or RAM)."""
+        With an http or webdav store it returns within ``wait_s`` + CLOSE_GRACE_S
+        wall-clock seconds whatever the store does: every request, the background thread's
+        one in flight too, ends by then (``stop_by``: a deadline for the whole transfer, so
+        a store that drips its answers is cut off). A store that cannot keep a deadline (s3)
+        gets CLOSE_STALL_S more; then the last requests are left behind in their thread (a
+        daemon). The files not sent stay where they are (the stick, or RAM)."""
         cancel = cancel or threading.Event()
+        stop_by = getattr(self.store, "stop_by", None)
+        if stop_by is not None:
+            stop_by(time.monotonic() + wait_s + CLOSE_GRACE_S)
         done = threading.Event()
         result: list[int] = []
 
@@ -344,11 +353,11 @@ class StoreUploader:
                 done.set()
 
         threading.Thread(target=last_pass, name="store-close", daemon=True).start()
-        if done.wait(wait_s + CLOSE_GRACE_S) and result:
+        if done.wait(wait_s + CLOSE_GRACE_S + CLOSE_STALL_S) and result:
             return result[0]
         self.say(f"store {self.cfg.describe()}: still answering after "
-                 f"{wait_s + CLOSE_GRACE_S:g} s (a slow or stalled store): stopped waiting; "
-                 "the results not sent stay here")
+                 f"{wait_s + CLOSE_GRACE_S + CLOSE_STALL_S:g} s (a slow or stalled store): "
+                 "stopped waiting; the results not sent stay here")
         self._given_up = True
         return max(self._unsent_now(), 1)
 

@@ -29,7 +29,7 @@ from ssdbench.plan.journal import Journal
 from ssdbench.plan.plans import Plan, RunSpec
 from ssdbench.progress import Progress, ProgressCallback, ignore_progress
 from ssdbench.results import atomic
-from ssdbench.results.layout import RunRecord, drive_dir_name
+from ssdbench.results.layout import RunRecord, drive_dir_name, journal_drive_dir
 from ssdbench.stages.base import RunContext, StageFailed, resolve_target, run_stages
 from ssdbench.stages.params import RunParams
 from ssdbench.stages.plans import stages_for
@@ -119,6 +119,29 @@ def locate_drive(host: Host, spec: str) -> Drive:
         known = ", ".join(f"{d.path} ({d.serial or 'no serial'})" for d in listed) or "none"
         raise Refused(ExitCode.NO_SUCH_DRIVE,
                       f"no drive {spec!r}; drives found: {known}") from None
+
+
+def locate_journal_drive(host: Host, key: str, entry: Mapping[str, Any]) -> Drive:
+    """The drive a journal entry recorded, found by its identity (serial, model, WWN,
+    capacity, place), never by its serial alone: two drives may report one serial. An
+    entry without an identity (an older ssdbench) by its key, as before (the engine then
+    finds no entry of this drive and runs the plan afresh). Refused when none matches."""
+    from ssdbench.devices import discover
+    from ssdbench.devices.model import DriveIdentity
+    from ssdbench.untrusted import shown
+
+    if "identity" not in entry:
+        return locate_drive(host, key)
+    want = DriveIdentity.from_json(entry.get("identity"))
+    drives = discover(host, include_all=True)
+    for d in drives:
+        if want is not None and d.identity == want:
+            return d
+    known = ", ".join(f"{d.path} ({d.serial or 'no serial'})" for d in drives
+                      if d.consent_id == entry.get("consent_id")) or "none with its serial"
+    raise Refused(ExitCode.NO_SUCH_DRIVE,
+                  f"--resume: the drive of journal entry {shown(key)!r} is not here (no drive "
+                  f"has its identity: serial, model, WWN, capacity and place; {known})")
 
 
 # ---- the erase room's secure erase ----
@@ -306,10 +329,7 @@ class _DriveRun:
     cancel: threading.Event
     journal: Journal | None
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def key(self) -> str:
-        return self.drive.consent_id
+    key: str = ""  # the journal's key of this drive (Journal.key_for: its identity's)
 
     def journal_call(self, fn: Callable[[], None]) -> None:
         try:
@@ -351,17 +371,24 @@ def run_plan(
     resolve = _resolve(host, drive.path)
 
     ctx = _DriveRun(host, drive, plan, Path(results_root), progress, cancel, journal)
-    entry = journal.entry(ctx.key) if (journal is not None and resume) else None
+    # the journal knows a drive by its identity, never by its serial alone (two drives
+    # may report one serial): resume continues the entry of exactly this identity
+    identity = drive.identity.to_json()
+    found = journal.find(identity) if (journal is not None and resume) else None
+    entry = None if found is None else found[1]
     if entry is not None and entry.get("state") in ("done", "failed"):
-        entry = None
+        entry = found = None
+    if journal is not None:
+        ctx.key = found[0] if found is not None else journal.key_for(drive.consent_id,
+                                                                     identity)
     drive_dir: Path | None = None
-    if entry is not None and (ctx.root / str(entry.get("drive_dir"))).is_dir():
-        drive_dir = ctx.root / str(entry["drive_dir"])
+    if entry is not None and (kept := journal_drive_dir(ctx.root, entry.get("drive_dir"))):
+        drive_dir = kept  # one folder right under the root: state.json may be edited
     else:
         entry = None
-    if drive_dir is None:
-        drive_dir = ctx.root / drive_dir_name(datetime.now(UTC), drive.model or "unknown",
-                                              drive.serial or drive.name)
+    if drive_dir is None:  # a folder of its own: two drives may share model and serial
+        drive_dir = _new_drive_dir(ctx.root, drive_dir_name(
+            datetime.now(UTC), drive.model or "unknown", drive.serial or drive.name))
     drive_dir.mkdir(parents=True, exist_ok=True)
     log_sink = CommandLogFile(drive_dir / "log.txt")
     host.runner.add_sink(log_sink)
@@ -380,6 +407,20 @@ def run_plan(
                           message=problem or "done"))
     return DriveOutcome(drive.name, drive.consent_id, drive_dir, tuple(outcomes),
                         tuple(ctx.notes))
+
+
+def _new_drive_dir(root: Path, name: str) -> Path:
+    """``root/name`` made now, or ``name-2``, ``-3``... when it exists (two drives that
+    report one model and serial, started in the same second)."""
+    root.mkdir(parents=True, exist_ok=True)
+    n, path = 1, root / name
+    while True:
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            n += 1
+            path = root / f"{name}-{n}"
 
 
 def _resolve(host: Host, path: str) -> Callable[[], Any]:
@@ -422,7 +463,9 @@ def _run_all(ctx: _DriveRun, drive_dir: Path, entry: dict[str, Any] | None,
         if entry is None:
             ctx.journal_call(lambda: journal.start_drive(
                 key, drive=drive.name, model=drive.model, serial=drive.serial,
-                drive_dir=drive_dir.name, plan=plan.to_json()))
+                drive_dir=drive_dir.name, plan=plan.to_json(),
+                identity=drive.identity.to_json(), consent_id=drive.consent_id,
+                serial_shared_with=drive.serial_shared_with))
         else:
             ctx.journal_call(lambda: journal.resume_drive(key, drive.name))
     if entry is not None:

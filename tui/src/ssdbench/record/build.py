@@ -65,10 +65,39 @@ def identity(drive: Mapping[str, Any], hidden: Mapping[str, Any]) -> dict[str, A
         "native_max_bytes": native,
         "native_max_source": native_source,
         "logical_block_size": block,
+        # other drives present reported the same serial (kiosk/station.py): it names no
+        # single drive, so the record names them
+        **({"serial_shared_with": [str(n) for n in shared]}
+           if isinstance(shared := drive.get("serial_shared_with"), list) and shared else {}),
+    }
+
+
+def _overwrite_verification(over: Mapping[str, Any]) -> dict[str, Any]:
+    ver = over.get("verification")
+    if not isinstance(ver, Mapping):
+        return {"method": "none", "sampled": 0, "result": "not verified",
+                "reason": "verification was switched off"}
+    return {
+        "method": (f"read-back of {ver.get('percent')}% of the drive after the overwrite, "
+                   "compared with the pattern recomputed from the recorded seed; a block "
+                   "that does not hold it fails the check"),
+        "sampled": ver.get("units_checked"),
+        "block_bytes": ver.get("unit_bytes"),
+        "where": ("every unit of the drive" if (ver.get("percent") or 0) >= 100 else
+                  f"units chosen at random in each of {ver.get('subsections')} equal parts of "
+                  "the drive, the first and the last always (sample seed "
+                  f"{ver.get('sample_seed')})"),
+        "percent": ver.get("percent"),
+        "mismatches": ver.get("mismatches"),
+        "mismatch_offsets": list(ver.get("mismatch_offsets") or []),
+        "unreadable": list(ver.get("unreadable_offsets") or []),
+        "result": "passed" if ver.get("passed") and not ver.get("mismatches") else "failed",
     }
 
 
 def verification(erase: Mapping[str, Any] | None) -> dict[str, Any]:
+    if isinstance(over := (erase or {}).get("overwrite"), Mapping):
+        return _overwrite_verification(over)
     ver = (erase or {}).get("verification")
     if not isinstance(ver, Mapping):
         why = ("the erase did not finish" if not erase else
@@ -107,6 +136,17 @@ def verdict(erase: Mapping[str, Any] | None, error: str | None,
         return FAIL, f"Clear not achieved: {san.note}"
     if ver.get("result") != "passed":
         return FAIL, f"{san.category} not verified: {ver.get('reason') or ver.get('result')}"
+    over = (erase or {}).get("overwrite")
+    if method == "overwrite" and isinstance(over, Mapping):
+        reads = [b for b in over.get("bad_block_list") or []
+                 if isinstance(b, Mapping) and b.get("still_reads")]
+        if reads:
+            return FAIL, (f"Clear not achieved: {len(reads)} blocks could not be written and "
+                          "still read (byte offsets "
+                          f"{', '.join(str(b.get('offset')) for b in reads[:5])})")
+        return PASS, (f"Clear by one overwrite pass ({over.get('pattern')}); "
+                      f"{ver['sampled']} sampled units ({ver.get('percent')}% of the drive) "
+                      "read back holding the pattern")
     return PASS, (f"{san.category} by {san.technique}; {ver['sampled']} sampled blocks "
                   "read back without their markers")
 
@@ -131,16 +171,26 @@ def build_record(
 ) -> dict[str, Any]:
     """The unsigned record (sign it with :func:`ssdbench.record.sign.sign_record`)."""
     method = (erase or {}).get("method")
-    san = sanitization_for(method)
+    who = identity(drive, hidden)
+    san = sanitization_for(method, str(who["media_type"]))
     ver = verification(erase)
     result, reason = verdict(erase, error, ver)
     warnings = [*((hidden.get("ata") or {}).get("warnings") or []),
                 *((hidden.get("nvme") or {}).get("warnings") or [])]
+    over = (erase or {}).get("overwrite")
+    if isinstance(over, Mapping) and over.get("bad_blocks"):
+        warnings.append(f"{over.get('bad_blocks')} bad blocks could not be written: skipped "
+                        "and listed in sanitization.overwrite (not overwritten)")
+    if who.get("serial_shared_with"):
+        warnings.append(f"serial {who['serial']!r} was also reported by "
+                        f"{', '.join(who['serial_shared_with'])} (another drive present at "
+                        f"the time): it names no single drive; this record is the drive at "
+                        f"{who['device']}")
     return {
         "format": FORMAT,
         "version": VERSION,
         "record_id": record_id or str(uuid.uuid4()),
-        "drive": identity(drive, hidden),
+        "drive": who,
         "sanitization": {
             "category": san.category,
             "technique": san.technique,
@@ -150,6 +200,11 @@ def build_record(
             "secure": bool((erase or {}).get("secure")),
             "detail": (erase or {}).get("detail") or "",
             "steps": list((erase or {}).get("steps") or []),
+            # Clear by overwrite: the pass, the pattern (and its seed), the bad blocks
+            **({"overwrite": {k: over.get(k) for k in (
+                "passes", "pattern", "pattern_detail", "seed", "bytes", "bytes_written",
+                "seconds", "mb_s", "bad_blocks", "bad_block_list")}}
+               if isinstance(over, Mapping) else {}),
         },
         "hidden_areas": dict(hidden),
         "tcg_revert": None if tcg_revert is None else dict(tcg_revert),

@@ -1,17 +1,26 @@
 """The erase record as a printable certificate (self-contained HTML, and a PDF made from
-that HTML with WeasyPrint) and as rows of the session's CSV."""
+that HTML with WeasyPrint) and as rows of the session's CSV.
+
+The certificate fetches nothing (docs/erase.md, the paragraph of that name): every drive
+string is HTML text through :func:`_h` (control and invisible characters as ``?``, the rule
+of every screen and CSV, then HTML-escaped), none reaches the ``<style>`` (the page footer
+takes the record id and the serial from the page with ``string-set``), a
+Content-Security-Policy tells a browser to load nothing, and WeasyPrint gets a URL fetcher
+that refuses every URL."""
 
 from __future__ import annotations
 
 import csv
+import html as html_
 import io
 from collections.abc import Iterable, Mapping
-from html import escape
 from pathlib import Path
 from typing import Any
 
+from ssdbench.results import atomic
 from ssdbench.units import decimal_size
 from ssdbench.untrusted import csv_row as neutral
+from ssdbench.untrusted import shown, visible
 
 CSV_COLUMNS = (
     "record_id", "result", "reason", "category", "technique", "manufacturer", "model",
@@ -54,6 +63,10 @@ table.grid th, table.grid td { border: 1px solid #bbb; }
 footer { margin-top: 10px; font-size: 8pt; color: #555; border-top: 1px solid #999;
          padding-top: 4px; }
 .keep { break-inside: avoid; page-break-inside: avoid; }
+.record-id { string-set: record content(); }
+.serial { string-set: serial content(); }
+@page { @bottom-center { content: "record " string(record) " · serial " string(serial)
+        " · page " counter(page) " of " counter(pages); font-size: 7pt; color: #555; } }
 p.small { font-size: 7pt; margin: 0; line-height: 1.1; }
 @media print {
   body { max-width: none; font-size: 8pt; line-height: 1.2; }
@@ -68,6 +81,15 @@ p.small { font-size: 7pt; margin: 0; line-height: 1.1; }
   footer { margin-top: 4px; }
 }
 """
+# a browser that opens the HTML certificate loads nothing: no image, font, style sheet or
+# frame from anywhere (the page's own <style> only)
+CSP = "default-src 'none'; style-src 'unsafe-inline'"
+
+
+def _h(value: object) -> str:
+    """A string for HTML text or a quoted attribute: control and invisible characters as
+    ``?`` (:func:`ssdbench.untrusted.visible`), then ``& < > " '`` escaped."""
+    return html_.escape(visible(value), quote=True)
 
 
 def _size(n: Any) -> str:
@@ -87,8 +109,10 @@ def _text(value: Any) -> str:
 def _rows(pairs: Iterable[tuple[str, Any]], mono: tuple[str, ...] = ()) -> str:
     out = []
     for key, value in pairs:
-        cls = ' class="mono"' if key in mono else ""
-        out.append(f"<tr><td>{escape(key)}</td><td{cls}>{escape(_text(value))}</td></tr>")
+        # the serial's cell also gives the page footer its text (string-set: serial)
+        cls = (' class="mono"' if key in mono
+               else ' class="serial"' if key == "Serial number" else "")
+        out.append(f"<tr><td>{_h(key)}</td><td{cls}>{_h(_text(value))}</td></tr>")
     return '<table class="kv">' + "".join(out) + "</table>"
 
 
@@ -108,15 +132,15 @@ def _grade_heading(record: Mapping[str, Any]) -> str:
     if reasons:
         more = f" (and {len(reasons) - 1} more in erase-record.json)" if len(reasons) > 1 else ""
         said.append(reasons[0] + more)
-    return (f"<h2>Drive health — grade: {escape(str(g['grade']))}</h2>"
-            + (f"<p class=\"small\">{escape('. '.join(said))}</p>" if said else ""))
+    return (f"<h2>Drive health — grade: {_h(str(g['grade']))}</h2>"
+            + (f"<p class=\"small\">{_h('. '.join(said))}</p>" if said else ""))
 
 
 def _health_table(health: Mapping[str, Any]) -> str:
     before, after = health.get("before") or {}, health.get("after") or {}
     if not before.get("available") and not after.get("available"):
         why = before.get("reason") or after.get("reason") or "not read"
-        return f"<p>Not available: {escape(str(why))}</p>"
+        return f"<p>Not available: {_h(str(why))}</p>"
     keys = [("passed", "SMART overall"), ("power_on_hours", "power-on hours"),
             ("temperature_c", "temperature °C"), ("percentage_used", "percentage used"),
             ("available_spare", "available spare %"), ("media_errors", "media errors"),
@@ -128,8 +152,8 @@ def _health_table(health: Mapping[str, Any]) -> str:
             continue
         if key == "passed":
             b, a = ("PASSED" if v is True else "FAILED" if v is False else v for v in (b, a))
-        rows.append(f"<tr><td>{escape(label)}</td><td>{escape(_text(b))}</td>"
-                    f"<td>{escape(_text(a))}</td></tr>")
+        rows.append(f"<tr><td>{_h(label)}</td><td>{_h(_text(b))}</td>"
+                    f"<td>{_h(_text(a))}</td></tr>")
     return ('<table class="grid"><tr><th></th><th>before the erase</th>'
             '<th>after the erase</th></tr>' + "".join(rows) + "</table>")
 
@@ -165,20 +189,18 @@ def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
     notes = (record.get("hidden_areas", {}).get("nvme") or {}).get("notes") or []
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-        f"<title>Certificate of sanitization — {escape(drive['model'])} "
-        f"{escape(drive['serial'])}</title><style>{_CSS}"
-        f"@page {{ @bottom-center {{ content: \"record {escape(record['record_id'])} · "
-        f"serial {escape(drive['serial'])} · page \" counter(page) \" of \" "
-        f"counter(pages); font-size: 7pt; color: #555; }} }}</style></head><body>",
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">",
+        f"<title>Certificate of sanitization — {_h(drive['model'])} "
+        f"{_h(drive['serial'])}</title><style>{_CSS}</style></head><body>",
         "<header><div><h1>Certificate of Sanitization</h1>",
-        f"<div class=\"sub\">{escape(san['reference'])}<br>record "
-        f"{escape(record['record_id'])}</div></div>",
-        f"<div class=\"badge {status}\">{status}</div></header>",
-        f"<p class=\"reason\">{escape(res['reason'])}</p>",
+        f"<div class=\"sub\">{_h(san['reference'])}<br>record "
+        f"<span class=\"record-id\">{_h(record['record_id'])}</span></div></div>",
+        f"<div class=\"badge {_h(status)}\">{_h(status)}</div></header>",
+        f"<p class=\"reason\">{_h(res['reason'])}</p>",
     ]
     if warnings:
         parts.append("<div class=\"warn\"><b>Warnings</b><ul>" + "".join(
-            f"<li>{escape(w)}</li>" for w in warnings) + "</ul></div>")
+            f"<li>{_h(w)}</li>" for w in warnings) + "</ul></div>")
     parts += [
         "<h2>Organisation</h2>",
         _rows([("Organisation", people.get("organisation")),
@@ -198,8 +220,15 @@ def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
                ("Technique", san["technique"]), ("ssdbench method", san["method"]),
                ("Note", san["note"]), ("Tool detail", san["detail"])]),
     ]
+    if isinstance(over := san.get("overwrite"), dict):  # Clear by overwrite: the pass
+        parts.append(_rows([
+            ("Passes", over.get("passes")), ("Pattern", over.get("pattern_detail")),
+            ("Pattern seed", over.get("seed") or "none (a fixed value)"),
+            ("Bytes written", f"{over.get('bytes_written')} of {over.get('bytes')}"),
+            ("Write speed", f"{over.get('mb_s')} MB/s in {over.get('seconds')} s"),
+            ("Bad blocks (skipped)", over.get("bad_blocks"))], mono=("Pattern seed",)))
     if notes:
-        parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
+        parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in notes) + "</ul>")
     before = _before_erase(record)
     if before:
         parts.append(_rows(before))
@@ -213,7 +242,7 @@ def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
     ]
     if ver.get("offsets"):
         parts.append("<p class=\"mono\">byte offsets: "
-                     + escape(", ".join(str(o) for o in ver["offsets"])) + "</p>")
+                     + _h(", ".join(str(o) for o in ver["offsets"])) + "</p>")
     parts += [
         "<h2>Time and tools</h2>",
         _rows([("Started (UTC)", record["started"]), ("Finished (UTC)", record["finished"]),
@@ -223,7 +252,7 @@ def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
         "<div class=\"keep\"><h2>Tamper evidence</h2>",
     ]
     if sig.get("unsigned"):
-        parts.append(f"<p class=\"unsigned\">UNSIGNED RECORD — {escape(str(sig.get('reason')))}."
+        parts.append(f"<p class=\"unsigned\">UNSIGNED RECORD — {_h(str(sig.get('reason')))}."
                      " Nothing shows that this record was not changed.</p>")
     else:
         chain = record.get("chain") if isinstance(record.get("chain"), dict) else {}
@@ -247,23 +276,49 @@ def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
     parts += [
         "<div class=\"sign\"><div>Sanitized by (name, title, signature, date)</div>"
         "<div>Verified by (name, title, signature, date)</div></div></div>",
-        f"<footer>ssdbench {escape(str(tools.get('ssdbench', '')))} · the signed record is "
+        f"<footer>ssdbench {_h(str(tools.get('ssdbench', '')))} · the signed record is "
         "erase-record.json next to this file; this page is a rendering of it.</footer>",
         "</body></html>",
     ]
     return "\n".join(parts)
 
 
+class FetchRefused(ValueError):
+    """WeasyPrint asked for a URL while making the certificate: ssdbench fetches nothing."""
+
+
+class NoFetch:
+    """WeasyPrint's URL fetcher for the certificate: the certificate needs nothing from
+    outside the page (its one style sheet is inline, it has no image or font of its own),
+    so every URL is refused, whatever its scheme (``http``, ``https``, ``file``, ``data``,
+    a relative one), and kept in ``asked``: a page that asks for one holds something
+    ssdbench did not write."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def __call__(self, url: str) -> Any:
+        self.asked.append(url)
+        raise FetchRefused(f"the certificate fetches nothing: {shown(url, 120)}")
+
+
 def write_pdf(html: str, path: Path) -> str | None:
-    """Render the certificate to PDF; returns None, or why no PDF was made."""
+    """Render the certificate to PDF; returns None, or why no PDF was made. Nothing is
+    fetched (:class:`NoFetch`); a page that asked for a URL gets no PDF and says which."""
     try:
         from weasyprint import HTML  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except Exception as exc:  # ImportError, or missing pango/cairo libraries
         return f"no PDF: WeasyPrint is not usable ({type(exc).__name__}: {exc})"
+    fetcher = NoFetch()
     try:
-        HTML(string=html).write_pdf(str(path))
+        pdf = HTML(string=html, url_fetcher=fetcher).write_pdf()
     except Exception as exc:
         return f"no PDF: WeasyPrint failed ({type(exc).__name__}: {exc})"
+    if fetcher.asked:
+        return (f"no PDF: the certificate asked for {shown(fetcher.asked[0], 120)}"
+                + (f" and {len(fetcher.asked) - 1} more URL(s)" if len(fetcher.asked) > 1
+                   else "") + "; ssdbench fetches nothing")
+    atomic.write_bytes(path, pdf)
     return None
 
 

@@ -13,8 +13,11 @@ compares it with the lab's published one.
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import json
+import os
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +28,47 @@ ALGORITHM = "Ed25519"
 
 class SigningError(Exception):
     """The lab key cannot be used; the message says why."""
+
+
+MAX_KEY_BYTES = 64 * 1024  # a PEM Ed25519 key is 119 bytes; a trusted-keys file, lines
+
+
+class NotRegularFile(OSError):
+    """A path that is a FIFO, a device, a socket or a folder: never read (a FIFO blocks
+    ``open()`` until a writer comes, a device never ends)."""
+
+    def __init__(self, path: Path | str) -> None:
+        super().__init__(errno.EINVAL, "not a regular file (a FIFO, device, socket or "
+                                       "folder): not read", str(path))
+
+
+def read_regular(path: Path | str, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of ``path`` (more than ``limit``: the caller refuses it),
+    only when it is a regular file: opened without blocking (a FIFO opens at once) and
+    checked with fstat before a byte is read. OSError (:class:`NotRegularFile`) otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(path)
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _read_key_file(path: Path | str) -> bytes:
+    data = read_regular(path, MAX_KEY_BYTES)
+    if len(data) > MAX_KEY_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_KEY_BYTES // 1024} KiB: not a key",
+                      str(path))
+    return data
 
 
 def canonical_bytes(record: dict[str, Any]) -> bytes:
@@ -57,7 +101,10 @@ _ram_lock = threading.Lock()
 
 
 def is_key_url(ref: str) -> bool:
-    return ref.startswith(("http://", "https://"))
+    """Whether ``ref`` is meant as a URL (any case, white space around it): never a file."""
+    from ssdbench.lab.fetch import looks_like_url
+
+    return looks_like_url(ref)
 
 
 def keep_in_ram(url: str, key: Any) -> None:
@@ -96,6 +143,12 @@ def load_private_key(path: Path | str) -> Any:
     """The key ``record_key`` names: a PEM file, or a URL whose key was fetched into
     memory at the start (:func:`keep_in_ram`)."""
     if isinstance(path, str) and is_key_url(path):
+        from ssdbench.lab.fetch import UrlError, parse_url
+
+        try:
+            parse_url(path)
+        except UrlError as exc:  # names the URL without its user and password
+            raise SigningError(f"lab key {exc}") from None
         with _ram_lock:
             key = _in_ram.get(path)
         if key is None:
@@ -103,7 +156,7 @@ def load_private_key(path: Path | str) -> Any:
                                "and `ssdbench run` fetch it before any drive is touched)")
         return key
     try:
-        data = Path(path).read_bytes()
+        data = _read_key_file(path)
     except OSError as exc:
         raise SigningError(f"lab key {path}: cannot read: {exc.strerror or exc}") from None
     return private_key_from_pem(data, str(path))
@@ -208,23 +261,30 @@ def verify_record_bytes(data: bytes, *, expected_fingerprint: str | None = None)
 
 
 def public_key_fingerprint(path: Path) -> str:
-    """The fingerprint of a PEM public (or private) key file, for ``--key``."""
+    """The fingerprint of a PEM public (or private) key file, for ``--key`` (a FIFO or a
+    device is refused: :func:`read_regular`)."""
     from cryptography.hazmat.primitives import serialization
 
-    data = Path(path).read_bytes()
+    data = _read_key_file(path)
     try:
         pub: Any = serialization.load_pem_public_key(data)
     except ValueError:
-        pub = load_private_key(path).public_key()
+        pub = private_key_from_pem(data, str(path)).public_key()
     return fingerprint(raw_public(pub))
 
 
 def trusted_fingerprints(path: Path) -> set[str]:
     """The fingerprints of a trusted-keys file: one per line, as ``verify-record`` and the
     certificate print them (``SHA256:xxxx:...``), or a PEM public key's file path; blank
-    lines and ``#`` comments skipped. A line that is neither is a SigningError."""
+    lines and ``#`` comments skipped. A line that is neither, or names a FIFO or a device,
+    is a SigningError; the file itself not a regular file, an OSError."""
+    data = _read_key_file(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SigningError(f"{path}: not UTF-8 text ({exc.reason})") from None
     out: set[str] = set()
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         text = line.split("#", 1)[0].strip()
         if not text:
             continue
@@ -234,7 +294,13 @@ def trusted_fingerprints(path: Path) -> set[str]:
         key = (Path(path).parent / text)
         try:
             out.add(public_key_fingerprint(key))
-        except (OSError, ValueError, SigningError) as exc:
+        except NotRegularFile as exc:
+            raise SigningError(f"{path} line {n}: {key}: {exc.strerror}") from None
+        except OSError as exc:
+            raise SigningError(f"{path} line {n}: neither a key fingerprint (SHA256:...) "
+                               f"nor a readable PEM key file ({key}: "
+                               f"{exc.strerror or exc})") from None
+        except (ValueError, SigningError) as exc:
             raise SigningError(f"{path} line {n}: neither a key fingerprint (SHA256:...) "
                                f"nor a readable PEM key file ({exc})") from None
     return out

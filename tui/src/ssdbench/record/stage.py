@@ -5,6 +5,7 @@ again, and write the signed record - also when the erase failed (a FAIL record).
 from __future__ import annotations
 
 import os.path
+import socket
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ssdbench import jsonfile
 from ssdbench.erase.hidden import ata_hidden_areas, nvme_hidden_capacity, restore_native_max
 from ssdbench.erase.psid import PsidError, psid_revert
+from ssdbench.grade.capacity import drive_capacity
 from ssdbench.record.build import FAIL, build_record
 from ssdbench.record.chain import link_seal_write
 from ssdbench.record.write import RECORD_JSON, append_session_csv, seal, write_record_files
@@ -20,6 +22,7 @@ from ssdbench.stages.discard import EraseStage
 from ssdbench.stages.grade import grade_now
 from ssdbench.stages.health import HealthStage
 from ssdbench.system import CommandError, Host
+from ssdbench.untrusted import path_part
 
 if TYPE_CHECKING:
     from ssdbench.devices import Drive
@@ -63,6 +66,27 @@ def tool_versions(ctx: RunContext, transport: str) -> dict[str, Any]:
     return tools
 
 
+def bench_name(host: Host, hostname: str | None = None) -> str:
+    """The bench's name on its records: ``ssdbench.bench=`` on the kernel command line, else
+    the host name DHCP gave, else the first wired NIC's MAC, else the system's host name -
+    the store uploader's order (lab/uploader.py) without ``[store] bench``, which the erase
+    stage does not see; in the store-key form (``A-Za-z0-9._-``). The bench id beside it
+    (record/chain.py) is what tells benches apart."""
+    name = ""
+    for word in (host.fs.read_text("/proc/cmdline") or "").split():
+        key, sep, value = word.partition("=")
+        if sep and key == "ssdbench.bench":
+            name = value  # the last one wins, as the kernel reads it
+
+    def first_line(path: str) -> str:
+        lines = (host.fs.read_text(path) or "").strip().splitlines()
+        return lines[0].strip() if lines else ""
+
+    name = (name or first_line("/run/ssdbench/dhcp-hostname")
+            or first_line("/run/ssdbench/mac").replace(":", "-"))
+    return path_part(name or hostname or socket.gethostname())
+
+
 def _discovered(ctx: RunContext) -> dict[str, Any]:
     """Discovery's full identity of the drive (drive.json "drive", written by the engine
     before the first run; run.json "drive" holds only a summary)."""
@@ -87,7 +111,8 @@ def _authenticity(ctx: RunContext) -> dict[str, Any] | None:
     full = data.get("capacity_full")
     if isinstance(full, dict) and isinstance(full.get("summary"), str):
         found = {**found, "full": full["summary"]}  # the full check's words, when it ran
-    return found
+    # the drive's one verdict of the quick and the full check (the stronger evidence wins)
+    return {**found, **(drive_capacity(data) or {})}
 
 
 def _health(ctx: RunContext, phase: str) -> Any:
@@ -218,9 +243,11 @@ class CertifiedEraseStage:
             authenticity=checked,
         )
         key = str(getattr(params, "record_key", "") or "")
-        # the next link of the results folder's record chain, signed with the record
+        # the results folder's bench and the next link of its record chain, signed with
+        # the record
         record, _data = link_seal_write(ctx.run_dir.parent.parent, ctx.run_dir / RECORD_JSON,
-                                        record, lambda r: seal(r, key))
+                                        record, lambda r: seal(r, key),
+                                        bench_name=bench_name(ctx.host))
         files = write_record_files(ctx.run_dir, record,
                                    pdf=bool(getattr(params, "record_pdf", True)))
         csv_path = append_session_csv(ctx.run_dir.parent.parent, record)

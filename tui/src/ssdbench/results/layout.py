@@ -26,8 +26,25 @@ def utc_stamp(when: datetime | None = None) -> str:
 
 def drive_dir_name(started: datetime, model: str, serial: str) -> str:
     """``<UTC start %Y%m%dT%H%M%SZ>_<model>_<serial>``, each part by
-    :func:`ssdbench.untrusted.path_part` (only ``A-Za-z0-9._-``, at most 64 characters)."""
-    return f"{started.strftime('%Y%m%dT%H%M%SZ')}_{path_part(model)}_{path_part(serial)}"
+    :func:`ssdbench.untrusted.path_part` (only ``A-Za-z0-9._-``, at most 64 characters;
+    the serial ``distinct``: ``SN 0001`` and ``SN_0001`` get two folders)."""
+    return (f"{started.strftime('%Y%m%dT%H%M%SZ')}_{path_part(model)}_"
+            f"{path_part(serial, distinct=True)}")
+
+
+def journal_drive_dir(root: Path, name: object) -> Path | None:
+    """The drive folder a journal (state.json) names, when it is one folder right under
+    ``root`` (a name :func:`drive_dir_name` could have made, no link): a journal is read
+    back from a stick and may have been edited (``../../etc``). None otherwise."""
+    if not isinstance(name, str) or path_part(name, limit=255) != name:
+        return None
+    path = Path(root) / name
+    try:
+        inside = path.is_dir() and not path.is_symlink() \
+            and path.resolve().parent == Path(root).resolve()
+    except (OSError, RuntimeError):
+        return None
+    return path if inside else None
 
 
 def run_name(kind: str, op_percent: int = 0) -> str:

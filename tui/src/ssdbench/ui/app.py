@@ -23,9 +23,17 @@ from ssdbench.devices import Drive, block_devices_signature, discover
 from ssdbench.exitcodes import ExitCode
 from ssdbench.progress import Progress
 from ssdbench.system import Host, live_host
-from ssdbench.ui.dialogs import ConfirmScreen, ConsentScreen, HelpScreen
+from ssdbench.ui.dialogs import ConfirmScreen, ConsentScreen, HelpScreen, TwinQuestion
 from ssdbench.ui.drives import DrivesScreen
-from ssdbench.ui.engine import DriveOutcome, Engine, LiveEngine, Plan, stage_names
+from ssdbench.ui.engine import (
+    DriveOutcome,
+    Engine,
+    LiveEngine,
+    Plan,
+    journal_plan,
+    match_unfinished,
+    stage_names,
+)
 from ssdbench.ui.estimate import expected_speed, stage_estimates
 from ssdbench.ui.messages import (
     BlockDevicesChanged,
@@ -213,9 +221,12 @@ class SsdbenchApp(App[int]):
     # ---- handlers ----
 
     def on_drives_discovered(self, message: DrivesDiscovered) -> None:
-        self.drives = message.drives
+        from ssdbench.kiosk.station import mark_shared_serials
+
+        # two drives that report one serial: each names the other (screen, journal, record)
+        self.drives = mark_shared_serials(message.drives)
         self.discoveries += 1
-        self.drives_screen.show_drives(message.drives)
+        self.drives_screen.show_drives(self.drives)
         self._maybe_check_journal()
 
     def _maybe_check_journal(self) -> None:
@@ -227,8 +238,8 @@ class SsdbenchApp(App[int]):
         self.unfinished = message.entries
         if message.error:
             self.notify(message.error, severity="error", title="Journal")
-        names = {d.consent_id: d.name for d in self.drives}
-        here = [names[k] for k in message.entries if k in names]
+        here = [m.drive.name for m in match_unfinished(self.drives, message.entries)
+                if m.drive is not None]
         if here:
             self.drives_screen.set_status(
                 f"Unfinished plan on {', '.join(here)}: R resumes it; p plans a new run.")
@@ -327,32 +338,57 @@ class SsdbenchApp(App[int]):
         self.push_screen(ConsentScreen(drives[index], index + 1, len(drives)), done)
 
     def resume_unfinished(self) -> None:
-        from ssdbench.ui.engine import journal_plan
-
-        jobs: list[tuple[Drive, Plan]] = []
+        """R: each unfinished entry on the drive of its identity; a drive that cannot be
+        told apart from the one that ran is asked about (run again / skip)."""
+        jobs: list[tuple[Drive, Plan, bool]] = []
+        doubts: list[tuple[Drive, Plan, str, str]] = []
         problems: list[str] = []
-        for key, entry in sorted(self.unfinished.items()):
-            drive = next((d for d in self.drives if d.consent_id == key), None)
+        for m in match_unfinished(self.drives, self.unfinished):
+            drive = m.drive
             if drive is None:
-                problems.append(f"{key}: not connected")
+                problems.append(f"{m.key}: not connected")
                 continue
             if drive.protected:
                 problems.append(f"{drive.name}: protected ({', '.join(drive.protect_reasons)})")
                 continue
             try:
-                jobs.append((drive, journal_plan(entry)))
+                plan = journal_plan(m.entry)
             except Exception as exc:
                 problems.append(f"{drive.name}: the journal's plan is not valid: {exc}")
+                continue
+            if m.doubt:
+                what = f"an unfinished plan {plan.name} ({m.key})"
+                doubts.append((drive, plan, what, m.doubt))
+            else:
+                jobs.append((drive, plan, True))
         for p in problems:
-            self.notify(p, severity="warning", title="Not resumed")
-        if not jobs:
-            self.notify("Nothing to resume here.", severity="warning")
-            return
-        self._consent_jobs(jobs, 0)
+            self.notify(p, severity="warning", title="Not resumed", markup=False)
+        self._ask_doubts(jobs, doubts)
 
-    def _consent_jobs(self, jobs: list[tuple[Drive, Plan]], index: int) -> None:
+    def _ask_doubts(self, jobs: list[tuple[Drive, Plan, bool]],
+                    doubts: list[tuple[Drive, Plan, str, str]]) -> None:
+        if not doubts:
+            if not jobs:
+                self.notify("Nothing to resume here.", severity="warning")
+                return
+            self._consent_jobs(jobs, 0)
+            return
+        (drive, plan, what, why), rest = doubts[0], doubts[1:]
+
+        def done(again: bool | None) -> None:
+            if again:
+                jobs.append((drive, plan, False))  # afresh: nothing of the old entry kept
+            else:
+                self.notify(f"{drive.name}: skipped (not resumed, not run).",
+                            severity="warning", title="Not resumed", markup=False)
+            self._ask_doubts(jobs, rest)
+
+        self.push_screen(TwinQuestion(drive, what, why), done)
+
+    def _consent_jobs(self, jobs: list[tuple[Drive, Plan, bool]], index: int) -> None:
         if index == len(jobs):
-            self.start_jobs(jobs, resume=True)
+            self.start_jobs([(d, p) for d, p, _ in jobs],
+                            resume={d.name for d, _, r in jobs if r})
             return
 
         def done(ok: bool | None) -> None:
@@ -361,18 +397,23 @@ class SsdbenchApp(App[int]):
             else:
                 self.notify("Resume cancelled: nothing was started.", severity="warning")
 
-        drive, plan = jobs[index]
+        drive, plan, resume = jobs[index]
         if not plan.destructive:
             done(True)
             return
-        entry = self.unfinished.get(drive.consent_id, {})
-        self.push_screen(ConsentScreen(drive, index + 1, len(jobs),
-                                       resuming=resume_text(plan, entry)), done)
+        entry = next((m.entry for m in match_unfinished(self.drives, self.unfinished)
+                      if m.drive is drive), {}) if resume else {}
+        text = (resume_text(plan, entry) if resume
+                else f"Runs plan {plan.name} again from the start (not resumed)")
+        self.push_screen(ConsentScreen(drive, index + 1, len(jobs), resuming=text), done)
 
     def start_plan(self, drives: list[Drive], plan: Plan) -> None:
         self.start_jobs([(d, plan) for d in drives])
 
-    def start_jobs(self, jobs: list[tuple[Drive, Plan]], *, resume: bool = False) -> None:
+    def start_jobs(self, jobs: list[tuple[Drive, Plan]], *,
+                   resume: bool | set[str] = False) -> None:
+        """``resume``: every job, or the names of the drives whose journal entry is
+        continued (the others run afresh)."""
         self.cancel_event = threading.Event()
         self.outcomes = []
         self.plan_notes = []
@@ -394,8 +435,9 @@ class SsdbenchApp(App[int]):
         root = self.results_root
         for i, (d, plan) in enumerate(jobs):
             self.run_worker(
-                lambda d=d, plan=plan, i=i: self._run_drive(d, plan, root, i, len(jobs),
-                                                            resume=resume),
+                lambda d=d, plan=plan, i=i: self._run_drive(
+                    d, plan, root, i, len(jobs),
+                    resume=resume if isinstance(resume, bool) else d.name in resume),
                 thread=True, exit_on_error=False, group="run", name=f"run-{d.name}")
 
     def ask_cancel(self) -> None:

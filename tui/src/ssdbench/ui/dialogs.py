@@ -92,6 +92,38 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(False)
 
 
+class TwinQuestion(ModalScreen[bool]):
+    """A drive the journal's entry may or may not be (issue #42: it cannot be told apart
+    from the drive that ran): dismissed with True to run the plan again from the start,
+    False to skip it. Never resumed silently."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("a", "again", "Run again"),
+                                              Binding("s,escape", "skip", "Skip")]
+
+    def __init__(self, drive: Drive, what: str, why: str) -> None:
+        super().__init__()
+        self.drive, self.what, self.why = drive, what, why
+
+    def compose(self) -> ComposeResult:
+        d = self.drive
+        t = Text()
+        t.append(f"{shown(d.path)}  {shown(d.model or '-')}  {fmt.size(d.size_bytes)}\n",
+                 style="bold")
+        # the journal and the drive are untrusted: their words as text, never markup
+        t.append(shown(f"The journal holds {self.what} for a drive like this one, but "
+                       f"{self.why}: it cannot be told apart from that drive, so it is "
+                       "not resumed as if it were.", limit=1000) + "\n\n")
+        t.append("a: run the plan again from the start    s / Esc: skip this drive")
+        with Vertical(id="dialog"):
+            yield Static(t, id="twin-text")
+
+    def action_again(self) -> None:
+        self.dismiss(True)
+
+    def action_skip(self) -> None:
+        self.dismiss(False)
+
+
 HELP = """\
 Everywhere  F1 / ?  this help          q / Ctrl+Q  quit (asks in a run)
             Tab / Shift+Tab  next / previous field or table
@@ -99,7 +131,8 @@ Drives      Up/Down  highlight (details below)   Left/Right  columns
             Space  select / unselect (protected drives: refused)
             p  plan the selected drives    r  rescan (also automatic
             when a drive is plugged in or removed)
-            R  resume plans the journal says did not end (power loss)
+            R  resume plans the journal says did not end (power loss); a
+            drive it cannot tell from the one that ran is asked about
 Plan        Preset: review (hours), quick (minutes), trim, diagnose
             (read-only). Errors show under the form; estimate per drive.
             Ctrl+S or F5  start (consent next)    Esc  back

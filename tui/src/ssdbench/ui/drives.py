@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ssdbench.devices import Drive
 from ssdbench.devices.sed import UNLOCK_ADVICE
+from ssdbench.kiosk.station import shared_note
 from ssdbench.ui import fmt
 from ssdbench.ui.widgets import TopBar
 from ssdbench.untrusted import shown
@@ -61,6 +62,8 @@ def drive_row(drive: Drive, selected: bool) -> tuple[Text | str, ...]:
     reasons = ", ".join(drive.protect_reasons)
     if drive.sed_locked and not reasons:
         reasons = "SED locked: unlock or PSID revert (details below)"
+    # another present drive reports the same serial: both are shown, both named (#42)
+    shared = shared_note(drive.serial_shared_with)
     # drive-reported strings as Text, never as markup: a model "[/]" or a serial "[i]...[/i]"
     # shows as typed (docs/security.md "Untrusted strings")
     return (
@@ -69,7 +72,8 @@ def drive_row(drive: Drive, selected: bool) -> tuple[Text | str, ...]:
         Text(shown(drive.serial or "-")), Text(shown(drive.firmware or "-")),
         "yes" if drive.trim_supported else "no",
         fmt.security(drive), fmt.erase_short(drive), fmt.health(drive), fmt.temperature(drive),
-        Text(reasons, style="red") if reasons else "",
+        Text(shown(f"{reasons}; {shared}" if reasons and shared else reasons or shared),
+             style="red" if reasons else "yellow") if reasons or shared else "",
     )
 
 
@@ -90,6 +94,10 @@ def details(drive: Drive | None) -> Text:
          + (", rotational" if drive.rotational else "") + ")")
     line("Model", f"{drive.vendor + ' ' if drive.vendor else ''}{drive.model or '-'}")
     line("Serial", f"{drive.serial or '-'}   firmware {drive.firmware or '-'}")
+    if drive.serial_shared_with:
+        line("", shared_note(drive.serial_shared_with) + ": a serial that names no drive; "
+             "it is known by its identity (model, WWN, capacity, place "
+             f"{drive.identity.place})", "yellow")
     line("Capacity", f"{fmt.size(drive.size_bytes)} = {drive.size_bytes / 2**20:,.1f} MiB "
          f"({drive.size_bytes:,} bytes), sectors "
          f"{drive.logical_block_size}/{drive.physical_block_size}")
@@ -200,8 +208,11 @@ class DrivesScreen(Screen[None]):
         for d in drives:
             table.add_row(*drive_row(d, d.name in self.selected), key=d.name)
         n_prot = sum(1 for d in drives if d.protected)
+        shared = sorted(d.name for d in drives if d.serial_shared_with)
         self.set_status(f"{len(drives)} drive(s), {n_prot} protected. Space selects, "
-                        "p plans a run.")
+                        "p plans a run."
+                        + (f" Serial shared by {', '.join(shared)}: each is known by its "
+                           "identity, both are shown and run." if shared else ""))
         if current is not None and current.name in names:
             table.move_cursor(row=[d.name for d in drives].index(current.name))
         self._show_details()

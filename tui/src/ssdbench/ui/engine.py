@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ssdbench.devices import Drive
+from ssdbench.devices.model import DriveIdentity
 from ssdbench.plan.engine import DriveOutcome, RunOutcome
-from ssdbench.plan.journal import Journal, JournalError
+from ssdbench.plan.journal import Journal, JournalError, doubt
 from ssdbench.plan.plans import PRESETS, Plan, RunSpec, preset
 from ssdbench.progress import Progress, ProgressCallback
 from ssdbench.system import (
@@ -233,6 +234,42 @@ def unfinished_plans(results_root: Path) -> dict[str, dict[str, Any]]:
     return Journal.open(results_root).unfinished()
 
 
+@dataclass(frozen=True)
+class UnfinishedMatch:
+    """An unfinished journal entry and the present drive it belongs to (None: not here).
+    ``doubt``: why that drive cannot be told apart from the one that ran ("" when it
+    can); the TUI asks the operator then, never resumes silently."""
+
+    key: str
+    entry: dict[str, Any]
+    drive: Drive | None
+    doubt: str = ""
+
+
+def match_unfinished(drives: Sequence[Drive],
+                     entries: Mapping[str, dict[str, Any]]) -> list[UnfinishedMatch]:
+    """Each unfinished entry with the drive of exactly its identity (serial, model, WWN,
+    capacity, place), as kiosk mode matches them (kiosk/run.py ``_journal_entry``). In
+    doubt: an identity that reports no serial and no WWN, or a serial another drive
+    shared (when it ran, or now) without a WWN or backing file to tell them apart, or an
+    entry an older ssdbench wrote without identity (matched by its consent id)."""
+    out = []
+    for key, entry in sorted(entries.items()):
+        recorded = DriveIdentity.from_json(entry.get("identity"))
+        if recorded is None:
+            cid = entry.get("consent_id", key)
+            old = next((d for d in drives if d.consent_id in (key, cid)), None)
+            out.append(UnfinishedMatch(key, entry, old, "it was recorded without an "
+                                       "identity (an older ssdbench)" if old else ""))
+            continue
+        drive = next((d for d in drives if d.identity == recorded), None)
+        why = "" if drive is None else doubt(entry, recorded.telling,
+                                             bool(recorded.wwn or recorded.backing),
+                                             drive.serial_shared_with)
+        out.append(UnfinishedMatch(key, entry, drive, why))
+    return out
+
+
 def journal_plan(entry: Mapping[str, Any]) -> Plan:
     from ssdbench.plan.plans import plan_from_json
 
@@ -248,5 +285,6 @@ def iter_runs(outcomes: Sequence[DriveOutcome]) -> Iterator[tuple[DriveOutcome, 
 __all__ = [
     "ERASE_CHOICES", "ERASE_DISCARD", "ERASE_SECURE", "PRESETS", "DriveOutcome", "Engine",
     "LiveEngine", "NotifyingRunner", "Plan", "RunOutcome", "RunSpec", "ScriptedEngine",
-    "Step", "plan_with", "preset_op_levels", "preset_plan", "stage_names",
+    "Step", "UnfinishedMatch", "match_unfinished", "plan_with", "preset_op_levels",
+    "preset_plan", "stage_names",
 ]
