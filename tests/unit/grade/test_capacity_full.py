@@ -96,3 +96,36 @@ def test_the_write_speed_collapse_is_found_where_the_cache_ends() -> None:
     assert r.collapse_to_mib_s == pytest.approx(0.5, rel=0.05)
     assert min(r.series_mib_s) > 0  # a slow request is spread over its seconds: no stall
     assert f"the write speed fell from 2.0 to 0.5 MiB/s after {r.collapse_at_s} s" in r.summary
+
+
+def test_bad_blocks_are_counted_block_by_block() -> None:
+    """Issue #43: 3 unreadable blocks became 513: every failing 1-MiB request after the
+    first counted all its 256 blocks."""
+    bad = (3 * MIB + 5 * B, 9 * MIB, 20 * MIB + 17 * B)
+    r = full(OneBad(32 * MIB, 32 * MIB, bad=bad))
+    assert (r.verdict, r.bad_blocks, r.first_bad_lba) == ("unreadable", 3, bad[0] // 512), r
+    assert r.verified_bytes == 32 * MIB - 3 * B
+
+
+@pytest.mark.parametrize("claimed", [32 * MIB, 32 * MIB + 5 * 512])
+def test_a_genuine_drive_whose_last_block_is_unreadable_is_failing_not_fake(
+        claimed: int) -> None:
+    """Issue #43: it was "FAKE (fails)": nothing is held after the last block."""
+    last = claimed // B * B - B
+    r = full(OneBad(claimed, claimed, bad=(last,)))
+    assert (r.verdict, r.fake, r.bad_blocks) == ("unreadable", False, 1), r.evidence
+
+
+@pytest.mark.parametrize("cache", [256 * 1024, 32 * MIB])
+def test_a_dropping_fake_behind_a_write_cache_is_a_fake(cache: int) -> None:
+    """Issue #43: the last ``cache`` bytes written read back from the cache right after
+    the write pass, which made the fake "unreadable (not fake)". Read again after more
+    writes elsewhere, they are gone: the drive holds 100 MiB + 40 KiB."""
+    real = 100 * MIB + 40 * 1024
+    model = Model(256 * MIB, real, "drop", cache=cache)
+    drive = Chunked(model)
+    r = check_full(drive, model.claimed, B, 512, clock=lambda: drive.t, nonce=0xFEED,
+                   evict=64 * MIB)
+    assert (r.verdict, r.fake, r.verified_bytes) == ("drops", True, real), r.evidence
+    assert r.first_bad_lba == real // 512
+    assert any("a write cache held them" in e for e in r.evidence), r.evidence

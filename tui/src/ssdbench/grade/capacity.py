@@ -1,25 +1,34 @@
 """The quick authenticity check: does the drive hold what it claims? (docs/grading.md
-"Fake capacity"). Destructive: it writes blocks across the whole claimed span.
+"Fake capacity"). Destructive: it writes tagged blocks across the whole claimed span.
 
-Blocks tagged with their own position and a per-run nonce are written on a grid across the
-claimed capacity (one every ``grid`` bytes: 1 MiB, or more on a large drive so that at most
-65,536 are written), then read back with O_DIRECT:
+Every block written carries a tag: the run's nonce, the byte offset it was written at and
+the pass that wrote it, so whatever a read returns says where it was written. In order:
 
-* a block that reads back its own tag is held;
-* a block that reads back ANOTHER position's tag shows a wrap: the drive maps both
-  positions onto one place (a fake that claims more than it has and wraps its writes). The
-  two positions differ by a multiple of the real capacity: the greatest common divisor of
-  every such difference is the real capacity, checked by one more write at it (which must
-  land on block 0) and one just below it (which must not);
-* a block that reads zeros, data of an earlier run, or fails, shows a drop: the real
-  capacity lies between the last held block below it and it, found by bisection to the
-  block (each step one tagged write and its read-back), not assuming a power of two.
+1. a dense **canary** region at the start (every block tagged; one grid step long);
+2. the **grid**: one tagged block every ``grid`` bytes beyond it (1 MiB, or more on a large
+   drive so that at most 65,536 are written) and the last block;
+3. the **flush**: ``evict`` bytes (1 GiB; all of a smaller drive) of tagged blocks
+   between the grid's, with a flush request: a drive that holds recent writes in a
+   cache (and drops or loses them behind it) holds the flush there, not the tags;
+4. the read-back of the canary region and the grid (O_DIRECT).
 
-A wrap is seen when the real capacity is a whole number of grid steps (flash comes in
-whole erase blocks of a power of two MiB; the dm and simulated fakes of the tests are); a
-wrap onto a real capacity that is not one is missed here and found by the full check (every
-block written and verified). A drive that caches recent writes can hide a drop from a
-read-back right after the write: the grid pass reads each block long after it was written.
+* every tag back where it was written: ``genuine``;
+* a tag read back somewhere else shows a wrap: both places are one on the drive, and they
+  lie a multiple of the real capacity apart. A far tag that wraps lands a little past a
+  multiple of the real capacity: the first one past it lands inside the canary region
+  (it is one grid step long), at any real size and at any 512-byte offset (the canary is
+  searched sector by sector). The greatest common divisor of every such distance is the
+  real capacity, confirmed by one more write at it, which must land on byte 0, and
+  narrowed by the divisors that land there too;
+* a block that reads zeros, data of an earlier run or pass, or fails, with every block
+  beyond it bad too: the drive drops or fails writes beyond its real capacity. The grid
+  step where that starts is written again densely, flushed again and read back sector by
+  sector: the first sector that does not hold is the real capacity, to the logical block;
+* bad blocks with held ones beyond them, or only the last ``MIN_SHORTFALL`` bytes bad:
+  ``unreadable``, a failing drive, not a fake.
+
+Cost: the canary (one grid step, 256 MiB at most), the grid (65,536 blocks at most), the
+flush (1 GiB), each written once and read once (the flush is not read).
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ import mmap
 import os
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -40,6 +49,11 @@ MAGIC = b"SSDBENCH-CAPACITY-TAG\n"
 FAKE_VERDICTS = ("wraps", "drops", "fails")
 MIN_GRID = 1 << 20
 MAX_TAGS = 65_536
+EVICT_BYTES = 1 << 30  # written after the tags: a write cache of up to 1 GiB holds none
+CHUNK = 1 << 20  # bytes a request of the dense passes
+MIN_SHORTFALL = 1 << 20  # bad only in the last MiB: failing blocks at the end, not a fake
+# the passes (a tag's sequence word): which write a block read back holds
+CANARY, GRID, FLUSH, DENSE, PROBE = 1, 2, 3, 4, 5
 
 
 class BlockIO(Protocol):
@@ -61,6 +75,7 @@ class CapacityResult:
     reads: int
     seconds: float
     evidence: tuple[str, ...] = field(default=())
+    flushed_bytes: int = 0  # written between the tags and their read-back (a cache's)
 
     @property
     def fake(self) -> bool:
@@ -84,32 +99,49 @@ class CapacityResult:
 
 
 class Tagger:
-    """The run's tags: position (block index), a per-run nonce and a sequence number."""
+    """The run's tags: the nonce, the byte offset written at, and the pass."""
+
+    HEAD = len(MAGIC) + 32
 
     def __init__(self, block: int, nonce: bytes | None = None) -> None:
         self.block = block
         self.nonce = nonce or secrets.token_bytes(16)
-        self.seq = 0
+        self.count = 0
 
-    def tag(self, index: int) -> bytes:
-        self.seq += 1
-        head = MAGIC + self.nonce + index.to_bytes(8, "little") + self.seq.to_bytes(8, "little")
+    def tag(self, offset: int, seq: int) -> bytes:
+        self.count += 1
+        return self._body(MAGIC + self.nonce + offset.to_bytes(8, "little")
+                          + seq.to_bytes(8, "little"))
+
+    def _body(self, head: bytes) -> bytes:
         fill = hashlib.sha256(head).digest()
         return (head + fill * (self.block // len(fill) + 1))[: self.block]
 
     def owner(self, data: bytes) -> int | str:
-        """The block index whose tag ``data`` is, or what it is instead: "zeros", "old"
+        """The byte offset whose tag ``data`` is, or what it is instead: "zeros", "old"
         (a tag of another run), "other"."""
         n = len(MAGIC)
-        if data[:n] == MAGIC and len(data) >= n + 32:
+        if data[:n] == MAGIC and len(data) >= self.HEAD:
             if data[n:n + 16] != self.nonce:
                 return "old"
-            head = data[:n + 32]
-            fill = hashlib.sha256(head).digest()
-            if data == (head + fill * (self.block // len(fill) + 1))[: self.block]:
+            if data == self._body(data[:self.HEAD]):
                 return int.from_bytes(data[n + 16:n + 24], "little")
             return "other"
         return "zeros" if not data.strip(b"\0") else "other"
+
+    def find(self, data: bytes, base: int, lba: int) -> Iterator[tuple[int, int]]:
+        """(where, whose): this run's tags in ``data`` (read at byte ``base``) at any
+        ``lba``-aligned offset, each checked over as much of it as ``data`` holds."""
+        key = MAGIC + self.nonce
+        i = data.find(key)
+        while i >= 0:
+            if i % lba == 0 and i + self.HEAD <= len(data):
+                body = self._body(data[i:i + self.HEAD])
+                n = min(self.block, len(data) - i)
+                if data[i:i + n] == body[:n]:
+                    yield base + i, int.from_bytes(data[i + len(key):i + len(key) + 8],
+                                                   "little")
+            i = data.find(key, i + 1)
 
 
 def grid_for(claimed: int, block: int) -> int:
@@ -120,84 +152,213 @@ def grid_for(claimed: int, block: int) -> int:
     return grid
 
 
-def check_capacity(io: BlockIO, claimed: int, block: int = 4096, *,
+def _err(exc: OSError) -> str:
+    return f"error ({exc.strerror or exc})"
+
+
+class _Run:
+    """One quick check's I/O: counted reads and writes, failed writes remembered."""
+
+    def __init__(self, io: BlockIO, block: int, lba: int, tagger: Tagger) -> None:
+        self.io, self.block, self.lba, self.tagger = io, block, lba, tagger
+        self.reads = 0
+        self.failed: dict[int, str] = {}  # block offset -> why its write failed
+
+    def write_tags(self, offsets: list[int], seq: int, *, split: bool = True) -> None:
+        """Tags at ``offsets`` (ascending), contiguous ones in one request of <= CHUNK; a
+        request that fails is written again block by block (``split``: which ones fail)."""
+        i = 0
+        while i < len(offsets):
+            j = i + 1
+            while (j < len(offsets) and offsets[j] == offsets[j - 1] + self.block
+                   and (j - i) * self.block < CHUNK):
+                j += 1
+            run = offsets[i:j]
+            try:
+                self.io.write(run[0], b"".join(self.tagger.tag(o, seq) for o in run))
+                for o in run:
+                    self.failed.pop(o, None)
+            except OSError as exc:
+                if split and len(run) > 1:
+                    self.tagger.count -= len(run)
+                    for o in run:
+                        self.write_tags([o], seq)
+                else:
+                    self.failed.update(dict.fromkeys(run, _err(exc)))
+            i = j
+
+    def read(self, offset: int, length: int) -> bytes | str:
+        self.reads += 1
+        try:
+            return self.io.read(offset, length)
+        except OSError as exc:
+            return _err(exc)
+
+    def sync(self) -> None:
+        _sync(self.io)
+
+
+def check_capacity(io: BlockIO, claimed: int, block: int = 4096, *, lba: int = 512,
+                   evict: int = EVICT_BYTES,
                    progress: Callable[[str], None] = lambda _s: None,
                    clock: Callable[[], float] = time.monotonic,
                    nonce: bytes | None = None) -> CapacityResult:
-    """The quick check (module docstring) of a drive that claims ``claimed`` bytes."""
+    """The quick check (module docstring) of a drive that claims ``claimed`` bytes, in
+    tags of ``block`` bytes, its real capacity found to the ``lba`` (logical block)."""
     t0 = clock()
     blocks = claimed // block
     if blocks < 2:
         raise ValueError(f"{claimed} bytes is too small to check")
+    if block % lba:
+        raise ValueError(f"a {block}-byte tag is no whole number of {lba}-byte blocks")
+    end = blocks * block
+    last = end - block
     grid = grid_for(claimed, block)
-    step = grid // block
+    canary = min(grid, last)
+    far = sorted({*range(canary, last, grid), last})
     tagger = Tagger(block, nonce)
-    grid_idx = sorted({*range(0, blocks, step), blocks - 1})
-    reads = 0
+    run = _Run(io, block, lba, tagger)
     evidence: list[str] = []
-
-    def read(index: int) -> int | str:
-        nonlocal reads
-        reads += 1
-        try:
-            return tagger.owner(io.read(index * block, block))
-        except OSError as exc:
-            return f"error ({exc.strerror or exc})"
-
-    def write(index: int) -> str | None:
-        try:
-            io.write(index * block, tagger.tag(index))
-            return None
-        except OSError as exc:
-            return f"error ({exc.strerror or exc})"
-
-    progress(f"writing {len(grid_idx):,} tagged blocks, one every {grid // 2**20} MiB")
-    failed_writes = {i: w for i in grid_idx if (w := write(i)) is not None}
-    _sync(io)
-    progress(f"reading them back ({len(grid_idx):,} blocks)")
-    got = {i: failed_writes.get(i) or read(i) for i in grid_idx}
-    aliases = [(i, o) for i, o in got.items() if isinstance(o, int) and o != i]
-    bad = [i for i, o in got.items() if o != i]
+    flushed = 0
 
     def result(verdict: str, real: int | None) -> CapacityResult:
-        return CapacityResult(verdict, claimed, real, block, grid, tagger.seq, reads,
-                              round(clock() - t0, 2), tuple(evidence))
+        return CapacityResult(verdict, claimed, real, block, grid, tagger.count, run.reads,
+                              round(clock() - t0, 2), tuple(evidence), flushed)
 
+    progress(f"writing {canary // 2**20 or 1:,} MiB of canary blocks, then {len(far):,} "
+             f"tagged blocks, one every {grid // 2**20} MiB")
+    run.write_tags(list(range(0, canary, block)), CANARY)
+    run.write_tags(far, GRID)
+    far_set = set(far)
+    progress(f"flushing: {evict // 2**20:,} MiB written between the tags")
+    flushed = _flush(run, canary, last, lambda o: o in far_set, evict)
+    progress(f"reading back the canary region and {len(far):,} tagged blocks")
+    got: dict[int, int | str] = {}  # block offset -> its own offset, or what it holds
+    aliases: list[tuple[int, int]] = []
+    for base in range(0, canary, CHUNK):
+        _read_blocks(run, base, min(base + CHUNK, canary), got, aliases)
+    for o in far:
+        _read_blocks(run, o, o + block, got, aliases)
+    bad = [o for o in sorted(got) if got[o] != o]
     if not bad:
         return result("genuine", claimed)
     if aliases:
-        for i, o in aliases[:5]:
-            evidence.append(f"block {i:,} (byte {i * block:,}) read back the tag of block "
-                            f"{o:,} (byte {o * block:,}): both are one place on the drive")
-        real = _wrap_capacity(aliases, blocks, write, read, lambda: _sync(io),
-                              evidence=evidence)
-        return result("wraps", None if real is None else real * block)
+        for where, whose in aliases[:5]:
+            evidence.append(f"byte {where:,} read back the tag written at byte {whose:,}: "
+                            "both are one place on the drive")
+        real = _wrap_capacity(run, aliases, end, evidence)
+        return result("wraps", real)
     first = bad[0]
-    below = [i for i in grid_idx if i < first]
+    held = [o for o in got if got[o] == o]
     what = got[first]
-    evidence.append(f"block {first:,} (byte {first * block:,}) read back {what} instead of "
-                    "its tag" if isinstance(what, str) else f"block {first:,} differs")
-    held_above = [i for i in grid_idx if i > first and got[i] == i]
-    if held_above:  # blocks beyond it hold: bad blocks on a drive that holds its span
-        evidence.append(f"{len(bad)} of {len(grid_idx):,} tagged blocks did not read back; "
-                        f"block {held_above[-1]:,} beyond them did")
+    evidence.append(f"the block at byte {first:,} read back {what} instead of its tag"
+                    if isinstance(what, str) else f"the block at byte {first:,} differs")
+    if any(o > first for o in held):  # blocks beyond it hold: bad blocks, not a fake
+        evidence.append(f"{len(bad):,} of {len(got):,} tagged blocks did not read back; "
+                        f"the block at byte {max(held):,} beyond them did")
         return result("unreadable", claimed)
-    if not below:
-        return result("fails", 0)
-    lo, hi = below[-1], first
-    progress(f"bisecting between byte {lo * block:,} and {hi * block:,}")
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if write(mid) is None:
-            _sync(io)
-            held = read(mid) == mid
-        else:
-            held = False
-        lo, hi = (mid, hi) if held else (lo, mid)
-    evidence.append(f"the last block that holds its data is block {lo:,}; block {hi:,} "
-                    f"(byte {hi * block:,}) does not")
-    verdict = "fails" if isinstance(what, str) and what.startswith("error") else "drops"
-    return result(verdict, hi * block)
+    lo = max((o + block for o in held if o < first), default=0)
+    progress(f"writing bytes {lo:,} to {first + block:,} densely to find where it ends")
+    dense = list(range(lo, first + block, block))
+    run.write_tags(dense, DENSE)
+    flushed += _flush(run, canary, last,
+                      lambda o: o in far_set or lo <= o <= first, evict)
+    found = _first_lost(run, dense)
+    if found is None:
+        evidence.append(f"bytes {lo:,} to {first + block:,}, written again, all held: "
+                        "the blocks that did not read back are bad, not missing")
+        return result("unreadable", claimed)
+    real, lost, held_after = found
+    if held_after is not None:
+        evidence.append(f"byte {real:,} does not hold ({lost}) and the block at byte "
+                        f"{held_after:,} beyond it does: bad blocks, not a fake")
+        return result("unreadable", claimed)
+    if claimed - real < MIN_SHORTFALL:
+        evidence.append(f"only the last {claimed - real:,} bytes (from byte {real:,}) do not "
+                        f"hold ({lost}): failing blocks at the end, not a fake")
+        return result("unreadable", claimed)
+    evidence.append(f"the drive holds bytes 0 to {real:,}; byte {real:,} onwards does not "
+                    f"({lost})")
+    return result("fails" if lost.startswith("error") else "drops", real)
+
+
+def _read_blocks(run: _Run, start: int, stop: int, got: dict[int, int | str],
+                 aliases: list[tuple[int, int]]) -> None:
+    """Read [start, stop) back (one request; block by block when it fails): what each
+    block holds into ``got``, tags found elsewhere into ``aliases``."""
+    block = run.block
+    data = run.read(start, stop - start)
+    if isinstance(data, str):
+        if stop - start > block:
+            for o in range(start, stop, block):
+                _read_blocks(run, o, o + block, got, aliases)
+            return
+        got[start] = run.failed.get(start) or data
+        return
+    for o in range(start, stop, block):
+        one = data[o - start:o - start + block]
+        owner = run.tagger.owner(one)
+        got[o] = run.failed.get(o) or owner
+    if any(got[o] != o for o in range(start, stop, block)):
+        aliases.extend((w, p) for w, p in run.tagger.find(data, start, run.lba) if w != p)
+
+
+def _flush(run: _Run, start: int, stop: int, skip: Callable[[int], bool],
+           total: int) -> int:
+    """``total`` bytes of tags over the blocks of [start, stop) that ``skip`` leaves (all
+    of them on a smaller drive: a cache that holds its last writes by address holds no
+    more places than the drive has), then a flush request: bytes written."""
+    block = run.block
+    written = 0
+    batch: list[int] = []
+    for o in range(start, stop, block):
+        if written >= total:
+            break
+        if skip(o):
+            continue
+        batch.append(o)
+        written += block
+        if len(batch) * block >= CHUNK:
+            run.write_tags(batch, FLUSH, split=False)
+            batch = []
+    if batch:
+        run.write_tags(batch, FLUSH, split=False)
+    run.sync()
+    return written
+
+
+def _first_lost(run: _Run, dense: list[int]) -> tuple[int, str, int | None] | None:
+    """The first byte of the densely rewritten blocks that does not hold (to the lba),
+    what it holds instead, and a block beyond it that does hold (None: none does)."""
+    block, lba, tagger = run.block, run.lba, run.tagger
+    lost: tuple[int, str] | None = None
+    for base in range(dense[0], dense[-1] + block, CHUNK):
+        stop = min(base + CHUNK, dense[-1] + block)
+        data = run.read(base, stop - base)
+        for o in range(base, stop, block):
+            want = tagger._body(MAGIC + tagger.nonce + o.to_bytes(8, "little")
+                                + DENSE.to_bytes(8, "little"))
+            if isinstance(data, str):
+                one: bytes | str = run.read(o, block)
+            else:
+                one = data[o - base:o - base + block]
+            if one == want and o not in run.failed:
+                if lost is not None:
+                    return lost[0], lost[1], o
+                continue
+            if lost is not None:
+                continue
+            if o in run.failed:
+                lost = (o, run.failed[o])
+                continue
+            for s in range(0, block, lba):  # which sector: the real capacity to the lba
+                part = one[s:s + lba] if isinstance(one, bytes) else run.read(o + s, lba)
+                if part != want[s:s + lba]:
+                    what = part if isinstance(part, str) else str(tagger.owner(
+                        part + bytes(block - len(part))))
+                    lost = (o + s, what)
+                    break
+    return None if lost is None else (lost[0], lost[1], None)
 
 
 def _sync(io: BlockIO) -> None:
@@ -207,49 +368,42 @@ def _sync(io: BlockIO) -> None:
         pass  # a drive that cannot flush: the reads below still decide
 
 
-def _wrap_capacity(aliases: list[tuple[int, int]], blocks: int,
-                   write: Callable[[int], str | None], read: Callable[[int], int | str],
-                   sync: Callable[[], None], *, evidence: list[str]) -> int | None:
-    """The real capacity (blocks) of a wrapping drive: the gcd of the aliased positions'
-    distances, confirmed by a write at it landing on block 0 and one below it not."""
+def _wrap_capacity(run: _Run, aliases: list[tuple[int, int]], end: int,
+                   evidence: list[str]) -> int | None:
+    """The real capacity (bytes) of a wrapping drive: the gcd of the aliased places'
+    distances, confirmed by a tag written at it landing on byte 0 and narrowed to the
+    smallest divisor that lands there too."""
     real = 0
-    for i, o in aliases:
-        real = math.gcd(real, abs(i - o))
-    if not 0 < real < blocks:
-        evidence.append("the aliased positions give no capacity below the claimed one")
+    for where, whose in aliases:
+        real = math.gcd(real, abs(whose - where))
+    if not 0 < real < end or real % run.lba:
+        evidence.append("the aliased places give no capacity below the claimed one")
         return None
-    for probe in (real - 1, real):
-        if write(probe) is not None:
-            return None
-    sync()
-    below, at_zero = read(real - 1), read(0)
-    if below == real - 1 and at_zero == real:
-        real = _smallest_period(real, write, read, sync)
-        evidence.append(f"a block written at block {real:,} landed on block 0; block "
-                        f"{real - 1:,} holds its own")
+    if not _lands_on_zero(run, real, end):
+        evidence.append(f"a tag written at byte {real:,} (the aliases' common distance) did "
+                        "not read back at byte 0 (a cache may hold it): the capacity is "
+                        "the aliases' distance")
         return real
-    evidence.append(f"block {real:,} (the aliases' common distance) did not land on block 0 "
-                    f"(block 0 read {at_zero!r}, block {real - 1:,} read {below!r})")
-    return None
-
-
-def _smallest_period(real: int, write: Callable[[int], str | None],
-                     read: Callable[[int], int | str], sync: Callable[[], None]) -> int:
-    """The aliases' common distance may be a multiple of the real capacity (when that is
-    not a whole number of grid steps): while a divisor's block also lands on block 0, the
-    real capacity is that divisor."""
     changed = True
     while changed:
         changed = False
-        for p in _prime_factors(real):
-            candidate = real // p
-            if candidate < 1 or write(candidate) is not None:
-                continue
-            sync()
-            if read(0) == candidate:
-                real, changed = candidate, True
+        for p in _prime_factors(real // run.lba):
+            if _lands_on_zero(run, real // p, end):
+                real, changed = real // p, True
                 break
+    evidence.append(f"a tag written at byte {real:,} landed on byte 0")
     return real
+
+
+def _lands_on_zero(run: _Run, offset: int, end: int) -> bool:
+    if offset + run.block > end:
+        return False
+    run.write_tags([offset], PROBE)
+    if offset in run.failed:
+        return False
+    run.sync()
+    data = run.read(0, run.block)
+    return not isinstance(data, str) and run.tagger.owner(data) == offset
 
 
 def _prime_factors(n: int) -> list[int]:
@@ -263,6 +417,46 @@ def _prime_factors(n: int) -> list[int]:
     if n > 1:
         out.append(n)
     return out
+
+
+# ---- the drive's one verdict ----------------------------------------------------------
+
+_RANK = {"genuine": 0, "unreadable": 1, **dict.fromkeys(FAKE_VERDICTS, 2)}
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def drive_capacity(meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The drive's ONE capacity verdict from a run.json's quick check (``authenticity``)
+    and full check (``capacity_full``): the stronger evidence wins. A fake found by either
+    beats a failing drive, which beats genuine; at a tie the full check (every block)
+    speaks, with the quick check's real capacity when it found one (to the byte). Every
+    writer (summary.csv, report.html, the record, the certificate, the fleet page) shows
+    this, never one check alone. None: the run has no capacity check."""
+    found: list[dict[str, Any]] = []
+    for key, by in (("capacity_full", "full check"), ("authenticity", "quick check")):
+        c = meta.get(key)
+        if not isinstance(c, Mapping) or c.get("verdict") not in _RANK:
+            continue
+        verdict = str(c["verdict"])
+        claimed = _int(c.get("claimed_bytes"))
+        if by == "full check":
+            real = _int(c.get("verified_bytes")) if verdict in FAKE_VERDICTS else claimed
+        else:
+            real = _int(c.get("real_bytes"))
+        summary = c.get("summary")
+        found.append({"verdict": verdict, "fake": verdict in FAKE_VERDICTS,
+                      "claimed_bytes": claimed, "real_bytes": real,
+                      "summary": summary if isinstance(summary, str) else verdict, "by": by})
+    if not found:
+        return None
+    best = max(found, key=lambda f: _RANK[str(f["verdict"])])  # the first (full) at a tie
+    quick = next((f for f in found if f["by"] == "quick check"), None)
+    if best["fake"] and quick and quick["fake"] and quick["real_bytes"] is not None:
+        best = {**best, "real_bytes": quick["real_bytes"]}
+    return best
 
 
 class DirectIO:
@@ -317,6 +511,7 @@ class DirectIO:
 FULL_MAGIC = 0x5353_4442_464C_4C31  # "SSDBFLL1": word 0 of every block of the full check
 FULL_CHUNK = 1 << 20  # bytes written or read per request
 FULL_ERROR_RUN = 16  # consecutive chunks whose writes fail: the rest is not written
+FULL_RECOUNT = 64  # failing read requests read again block by block (the rest count whole)
 _MIX_A, _MIX_B = 0x9E37_79B9_7F4A_7C15, 0xBF58_476D_1CE4_E5B9
 
 
@@ -413,7 +608,7 @@ def _spread(buckets: dict[int, float], start: float, end: float, nbytes: int) ->
 def check_full(io: BlockIO, claimed: int, block: int = 4096, lba_bytes: int = 512, *,
                progress: Callable[[str, float], None] = lambda _s, _f: None,
                clock: Callable[[], float] = time.monotonic,
-               nonce: int | None = None) -> FullCheckResult:
+               nonce: int | None = None, evict: int = EVICT_BYTES) -> FullCheckResult:
     """The full check: every block of the claimed span written in order with its own tag
     (FULL_CHUNK at a time, timed: the write speed per second), then read back and
     compared. A wrap shows as blocks holding another block's tag, a drop as zeros or old
@@ -463,45 +658,40 @@ def check_full(io: BlockIO, claimed: int, block: int = 4096, lba_bytes: int = 51
     write_s = clock() - t0
     # the read pass
     t1 = clock()
-    bad = 0
-    first_bad: int | None = None
-    holds: str | None = None
+    tally = _BadBlocks()
+    recounts = 0
+
+    def verify(first: int, count: int) -> None:
+        """Blocks first .. first+count-1 read back and compared; a failing request is
+        read again block by block (FULL_RECOUNT requests at most: then it counts whole)."""
+        nonlocal recounts
+        if count > 1 and recounts >= FULL_RECOUNT:
+            _full_verify(io, first, count, block, nonce=nonce, tally=tally)
+            return
+        if not _full_verify(io, first, count, block, nonce=nonce, tally=tally,
+                            whole=count == 1):
+            recounts += 1
+            for i in range(first, first + count):
+                verify(i, 1)
+
     for first in range(0, blocks, per_chunk):
         count = min(per_chunk, blocks - first)
         if first >= written_to:
-            bad += blocks - first
-            if first_bad is None:
-                first_bad, holds = first, "never written (the writes before it failed)"
+            tally.add(first, blocks - first, "never written (the writes before it failed)")
             break
-        try:
-            got = np.frombuffer(io.read(first * block, count * block), dtype=np.uint64)
-        except OSError as exc:
-            if first_bad is not None:  # past the first damage: the request counts whole
-                bad += count
-                continue
-            # the first failing request, block by block: the first bad LBA exactly
-            for i in range(first, first + count):
-                try:
-                    one = np.frombuffer(io.read(i * block, block), dtype=np.uint64)
-                    ok = bool((one == _full_pattern(i, 1, block, nonce)[0]).all())
-                    what = "" if ok else _full_owner(one, nonce)
-                except OSError as one_exc:
-                    what = f"a read error ({one_exc.strerror or one_exc or exc})"
-                if what:
-                    bad += 1
-                    if first_bad is None:
-                        first_bad, holds = i, what
-            continue
-        rows = got.reshape(count, block // 8)
-        wrong = np.flatnonzero((rows != _full_pattern(first, count, block, nonce)).any(axis=1))
-        if wrong.size:
-            bad += int(wrong.size)
-            if first_bad is None:
-                first_bad = first + int(wrong[0])
-                holds = _full_owner(rows[int(wrong[0])], nonce)
+        verify(first, count)
         if first % (per_chunk * 64) == 0:
             progress(f"verifying: {first * block / 2**30:,.1f} of {claimed / 2**30:,.1f} GiB",
                      0.5 + 0.5 * first / blocks)
+    if recounts >= FULL_RECOUNT:
+        evidence.append(f"more than {FULL_RECOUNT} requests failed to read: the later ones "
+                        "count every block they span as bad")
+    if tally.first is not None and tally.last < blocks - 1 and not tally.wrapped:
+        # bad blocks with held ones beyond them: the held ones may come from a write cache
+        # (the last writes): write past it and read the end of the drive again
+        _full_recheck(io, blocks, block, nonce=nonce, tally=tally, evidence=evidence,
+                      evict=evict)
+    bad, first_bad, holds = tally.count, tally.first, tally.holds
     read_s = clock() - t1
     # whole seconds only: the last, partial one would read as a fall at the end
     whole = int(write_s) if write_s >= 1 else len(buckets)
@@ -522,8 +712,11 @@ def check_full(io: BlockIO, claimed: int, block: int = 4096, lba_bytes: int = 51
         verdict = "fails"
     else:
         verdict = "drops"
-    if verdict in ("drops", "fails") and first_bad is not None and bad < blocks - first_bad:
-        verdict = "unreadable"  # bad blocks with good ones beyond them: failing, not a fake
+    if verdict in ("drops", "fails") and first_bad is not None and (
+            bad < blocks - first_bad or (blocks - first_bad) * block < MIN_SHORTFALL):
+        # bad blocks with good ones beyond them, or only the last MiB bad: failing, not
+        # a fake (a genuine drive's unreadable last block is no missing capacity)
+        verdict = "unreadable"
     if first_bad is not None:
         evidence.append(f"block {first_bad:,} (byte {first_bad * block:,}) holds {holds}")
     scale = block // lba_bytes
@@ -533,3 +726,72 @@ def check_full(io: BlockIO, claimed: int, block: int = 4096, lba_bytes: int = 51
         round(write_s, 2), round(read_s, 2),
         round(claimed / 2**20 / write_s, 1) if write_s > 0 else None,
         collapse, collapse_bytes, before, after, tuple(series), tuple(evidence))
+
+
+class _BadBlocks:
+    """The full check's bad blocks, counted (never listed: a fake has billions)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: int | None = None
+        self.holds: str | None = None
+        self.last = -1
+        self.wrapped = False
+
+    def add(self, first: int, count: int, what: str) -> None:
+        self.count += count
+        if self.first is None or first < self.first:
+            self.first, self.holds = first, what
+        self.last = max(self.last, first + count - 1)
+        self.wrapped = self.wrapped or what.startswith("the tag of block")
+
+
+def _full_verify(io: BlockIO, first: int, count: int, block: int, *, nonce: int,
+                 tally: _BadBlocks, whole: bool = True) -> bool:
+    """Blocks first .. first+count-1 read and compared, the bad ones tallied; False when
+    the request failed and ``whole`` is not set (the caller reads it block by block)."""
+    import numpy as np
+
+    try:
+        got = np.frombuffer(io.read(first * block, count * block), dtype=np.uint64)
+    except OSError as exc:
+        if whole:
+            tally.add(first, count, f"a read error ({exc.strerror or exc})")
+        return whole
+    rows = got.reshape(count, block // 8)
+    wrong = np.flatnonzero((rows != _full_pattern(first, count, block, nonce)).any(axis=1))
+    for w in wrong.tolist():
+        tally.add(first + w, 1, _full_owner(rows[w], nonce))
+    return True
+
+
+def _full_recheck(io: BlockIO, blocks: int, block: int, *, nonce: int, tally: _BadBlocks,
+                  evidence: list[str], evict: int) -> None:
+    """The held blocks after the last bad one, once more after ``evict`` bytes written
+    elsewhere (over the bad blocks, then the start: their own tags again) and a flush: a
+    drive that dropped the writes and held the last ones in a cache reads them bad now."""
+    per_chunk = max(1, FULL_CHUNK // block)
+    bad_from = tally.first or 0
+    start = max(tally.last + 1, blocks - evict // block)
+    room = [*range(bad_from, start, per_chunk), *range(0, bad_from, per_chunk)]
+    written = 0
+    for first in room:
+        if written >= evict:
+            break
+        count = min(per_chunk, start - first)
+        try:
+            io.write(first * block, _full_pattern(first, count, block, nonce).tobytes())
+        except OSError:
+            pass  # a bad place: the writes elsewhere still push the cache
+        written += count * block
+    _sync(io)
+    before = tally.count
+    for first in range(start, blocks, per_chunk):
+        count = min(per_chunk, blocks - first)
+        if not _full_verify(io, first, count, block, nonce=nonce, tally=tally, whole=False):
+            for i in range(first, first + count):
+                _full_verify(io, i, 1, block, nonce=nonce, tally=tally)
+    if tally.count > before:
+        evidence.append(f"{tally.count - before:,} blocks at the end read back their tags "
+                        f"right after the write pass and not after {written // 2**20:,} MiB "
+                        "more were written: a write cache held them, the drive did not")
