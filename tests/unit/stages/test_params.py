@@ -29,7 +29,7 @@ def test_set_values_are_converted() -> None:
     ("torture_seconds=0", ["'torture_seconds'", "≥ 1"]),
     ("ioengine=posixaio", ["'ioengine'", "libaio or io_uring"]),
     ("block_size_fill=3x", ["'block_size_fill'", "4k"]),
-    ("erase_fallback=maybe", ["'erase_fallback'", "fail or discard"]),
+    ("erase_fallback=maybe", ["'erase_fallback'", "fail, discard or overwrite"]),
     ("nonsense=1", ["`nonsense`: unknown key", "torture_seconds"]),
     ("op_percent=95", ["'op_percent'", "0 to 90"]),
     ("probe_gib=-1", ["'probe_gib'"]),

@@ -10,10 +10,16 @@ from __future__ import annotations
 from ssdbench.erase.adapter import target_from_drive
 from ssdbench.erase.ata import erase_timeout_s, recover_leftover_password
 from ssdbench.erase.core import available_methods, choose_method, erase_drive, stage_hook
-from ssdbench.erase.journal import JsonPasswordJournal, MemoryPasswordJournal, PasswordJournal
+from ssdbench.erase.journal import (
+    JsonPasswordJournal,
+    MemoryPasswordJournal,
+    PasswordEntry,
+    PasswordJournal,
+)
 from ssdbench.erase.model import (
     ALL_METHODS,
     DISCARD,
+    OVERWRITE,
     SECURE_METHODS,
     AtaSecurityState,
     Clock,
@@ -31,6 +37,7 @@ from ssdbench.erase.model import (
 __all__ = [
     "ALL_METHODS",
     "DISCARD",
+    "OVERWRITE",
     "SECURE_METHODS",
     "AtaSecurityState",
     "Clock",
@@ -42,6 +49,7 @@ __all__ = [
     "MemoryPasswordJournal",
     "NoEraseMethod",
     "NvmeCaps",
+    "PasswordEntry",
     "PasswordJournal",
     "SystemClock",
     "Verification",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ssdbench.erase import ata, nvme
+from ssdbench.erase import overwrite as ow
 from ssdbench.erase.hdparm import IdentifyInfo
 from ssdbench.erase.journal import PasswordJournal
 from ssdbench.erase.model import (
@@ -25,12 +27,14 @@ from ssdbench.erase.model import (
     NVME_SANITIZE_BLOCK,
     NVME_SANITIZE_CRYPTO,
     NVME_SANITIZE_OVERWRITE,
+    OVERWRITE,
     EraseError,
     EraseOptions,
     EraseRecord,
     EraseTarget,
     NoEraseMethod,
     Verification,
+    VerificationFailed,
 )
 from ssdbench.erase.ticker import Reporter, Ticker
 from ssdbench.erase.verify import check_markers, write_markers
@@ -117,6 +121,18 @@ def available_methods(
     )
 
 
+def _overwrite_possible(target: EraseTarget, why: str = "") -> str:
+    """OVERWRITE, or NoEraseMethod: a locked drive (SED or ATA password) refuses writes."""
+    lock = target.sed_lock or (
+        "ATA security locked (a user password is set)" if target.ata and target.ata.locked
+        else "")
+    if lock:
+        raise NoEraseMethod(f"{target.path}: no overwrite of a locked drive: {lock}"
+                            + (f" (and no firmware erase: {why})" if why else ""),
+                            method=OVERWRITE)
+    return OVERWRITE
+
+
 def choose_method(
     target: EraseTarget, preference: str | None = None, options: EraseOptions | None = None
 ) -> str:
@@ -124,8 +140,10 @@ def choose_method(
 
     Order: NVMe sanitize block, sanitize crypto, format (crypto first only when
     ``options.crypto``); ATA enhanced security erase (when ``options.enhanced``), normal
-    security erase, sanitize block, sanitize crypto. With ``erase_fallback = "discard"``
-    and nothing secure: "discard". Raises NoEraseMethod naming the reason.
+    security erase, sanitize block, sanitize crypto. With nothing secure (a USB bridge, a
+    drive that stays frozen, a virtual disk): "overwrite" with ``erase_fallback =
+    "overwrite"``, "discard" with ``erase_fallback = "discard"``. "overwrite" by name is
+    possible on any drive but a locked one. Raises NoEraseMethod naming the reason.
     """
     options = options or EraseOptions()
     methods, why = available_methods(target, options)
@@ -134,6 +152,8 @@ def choose_method(
             raise NoEraseMethod(f"unknown erase method {preference!r}; one of {ALL_METHODS}")
         if preference == DISCARD or preference in methods:
             return preference
+        if preference == OVERWRITE:
+            return _overwrite_possible(target)
         family = NVME_METHODS if target.transport == "nvme" else ATA_METHODS
         hint = f" ({why})" if why else ""
         if preference not in family or not methods:
@@ -150,11 +170,14 @@ def choose_method(
     # ATA security on a frozen drive with allow_suspend stays first: the suspend is tried.
     if methods:
         return methods[0]
+    if options.erase_fallback == OVERWRITE:
+        return _overwrite_possible(target, why)
     if options.erase_fallback == "discard" and not target.sed_lock:  # locked: discard fails too
         return DISCARD
     raise NoEraseMethod(
-        f"{target.path}: no secure erase possible: {why}. Set erase_fallback = \"discard\" "
-        "to discard instead (the result is then marked not secure-erased)."
+        f"{target.path}: no secure erase possible: {why}. Set erase_fallback = \"overwrite\" "
+        "to Clear it by overwriting every block, or \"discard\" to discard instead (the result "
+        "is then marked not secure-erased)."
     )
 
 
@@ -166,6 +189,45 @@ def discard(host: Host, target: EraseTarget, reporter: Reporter) -> list[str]:
     with Ticker(reporter, "discarding the whole device (not a secure erase)", None):
         host.runner.run(["blkdiscard", "-f", target.path], timeout=6 * 3600.0)
     return ["blkdiscard of the whole device (not secure-erased)"]
+
+
+def overwrite(target: EraseTarget, options: EraseOptions, reporter: Reporter,
+              fallback_why: str = "") -> tuple[list[str], dict[str, Any]]:
+    """One pass over every block, then the sampled check; (steps, run.json overwrite).
+    Raises VerificationFailed when a sampled block does not hold the pattern."""
+    pattern = ow.Pattern.new(options.overwrite_pattern, options.overwrite_seed)
+    dev = ow.Device(target.path)
+    block = target.logical_block_size
+
+    def tick(done: int, total: int, message: str, eta: float | None) -> None:
+        reporter.send(message, fraction=0.97 * done / total if total else None, eta_s=eta)
+
+    steps = [f"no firmware erase: {fallback_why}"] if fallback_why else []
+    reporter.send(f"overwriting every block ({pattern.kind})", fraction=0.0)
+    result = ow.overwrite_pass(dev, target.size_bytes, block, pattern, progress=tick,
+                               clock=options.clock, cancel=options.cancel)
+    steps.append(f"one pass of {pattern.kind} over {result.bytes_total} bytes at "
+                 f"{result.mb_s:.0f} MB/s; {result.bad_count} bad blocks")
+    sample = None
+    if options.verify:
+        reporter.send(f"reading back {options.overwrite_verify_percent:g}% of the drive",
+                      fraction=0.97)
+        sample = ow.verify_sample(
+            dev, target.size_bytes, block, pattern, options.overwrite_verify_percent,
+            bad_offsets=frozenset(b.offset for b in result.bad_blocks), clock=options.clock,
+            progress=lambda d, t, m, e: reporter.send(m, fraction=0.97 + 0.03 * d / t))
+        steps.append(f"verified {sample.units_checked} units of {sample.unit_bytes} bytes "
+                     f"({sample.percent:g}% sampled in {sample.subsections} subsections): "
+                     f"{sample.mismatch_count} mismatched blocks")
+    rec = ow.record(pattern, result, sample)
+    if sample is not None and not sample.passed:
+        where = ", ".join(map(str, (sample.mismatches or sample.unreadable)[:5]))
+        raise VerificationFailed(
+            f"{target.path}: the overwrite did not stick: {sample.mismatch_count} blocks "
+            f"read back without the pattern, {len(sample.unreadable)} sampled units "
+            f"unreadable (byte offsets {where or 'none'}); {sample.units_checked} units "
+            "checked", method=OVERWRITE)
+    return steps, rec
 
 
 def erase_drive(
@@ -191,8 +253,10 @@ def erase_drive(
     t0 = options.clock.monotonic()
     steps: list[str] = [f"method {chosen}"]
     secure = chosen != DISCARD
-    verify = options.verify and secure
+    # the overwrite checks its own pattern (sampled read-back) instead of markers
+    verify = options.verify and secure and chosen != OVERWRITE
     markers = None
+    overwrite_rec: dict[str, Any] | None = None
     checked: tuple[IdentifyInfo, list[str]] | None = None
     try:
         if chosen in ATA_METHODS:
@@ -225,6 +289,10 @@ def erase_drive(
             steps += nvme.sanitize(host, target, chosen, options, reporter)
         elif chosen in (NVME_FORMAT_USER_DATA, NVME_FORMAT_CRYPTO):
             steps += nvme.format_nvm(host, target, chosen, options, reporter)
+        elif chosen == OVERWRITE:
+            why = "" if method == OVERWRITE else available_methods(target, options)[1]
+            more, overwrite_rec = overwrite(target, options, reporter, why)
+            steps += more
         else:
             steps += discard(host, target, reporter)
         erase_s = options.clock.monotonic() - t0
@@ -245,13 +313,17 @@ def erase_drive(
     detail = (
         f"{chosen} in {erase_s:.1f} s"
         + (f"; {verification.markers} markers erased" if verification else "")
+        + (f"; {ov['percent']:g}% read back holding the pattern"
+           if overwrite_rec and (ov := overwrite_rec.get("verification")) else "")
         + ("" if secure else "; NOT secure-erased (discard fallback)")
     )
     reporter.send(detail, state="done", fraction=1.0)
     return EraseRecord(
         method=chosen,
         secure=secure,
-        verified=None if verification is None else verification.passed,
+        verified=(verification.passed if verification is not None else
+                  bool(ov["passed"]) if overwrite_rec and (ov := overwrite_rec["verification"])
+                  else None),
         duration_s=duration,
         detail=detail,
         device=target.path,
@@ -260,6 +332,7 @@ def erase_drive(
         finished=_utc(time.time()),
         verification=verification,
         steps=tuple(steps),
+        overwrite=overwrite_rec,
     )
 
 
@@ -277,6 +350,17 @@ def stage_hook(
 
     def hook(ctx: Any) -> dict[str, Any]:
         opts = replace(options or EraseOptions(), run=str(getattr(ctx, "run_name", "")))
+        cancel = getattr(ctx, "cancel", None)
+        if isinstance(cancel, threading.Event):
+            opts = replace(opts, cancel=cancel)
+        params = getattr(ctx, "params", None)
+        if getattr(params, "erase_fallback", None) == OVERWRITE:  # the plan allows it
+            opts = replace(opts, erase_fallback=OVERWRITE)
+        if params is not None and hasattr(params, "overwrite_verify_percent"):
+            opts = replace(opts, overwrite_verify_percent=float(
+                params.overwrite_verify_percent))
+        if params is not None and hasattr(params, "overwrite_pattern"):
+            opts = replace(opts, overwrite_pattern=str(params.overwrite_pattern))
         record = erase_drive(
             ctx.host,
             target,

@@ -6,9 +6,13 @@ The erase room does not depend on discovery's ``Drive``: it takes an :class:`Era
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ssdbench.devices.model import DriveIdentity
 
 # Method names: the vocabulary shared with discovery (`Drive.erase_methods`), run.json
 # (`erase.method`) and summary.csv (`erase_method`).
@@ -22,6 +26,10 @@ NVME_SANITIZE_BLOCK = "nvme-sanitize-block"
 NVME_SANITIZE_CRYPTO = "nvme-sanitize-crypto"
 NVME_SANITIZE_OVERWRITE = "nvme-sanitize-overwrite"
 DISCARD = "discard"  # the fallback with secure=false (erase_fallback = "discard")
+# Clear by overwrite: one pass over every block (erase/overwrite.py); any drive, the
+# fallback with erase_fallback = "overwrite" or chosen by name
+OVERWRITE = "overwrite"
+FALLBACKS = ("fail", "discard", "overwrite")
 
 ATA_METHODS = (
     ATA_SECURITY_ERASE,
@@ -37,7 +45,7 @@ NVME_METHODS = (
     NVME_SANITIZE_OVERWRITE,
 )
 SECURE_METHODS = ATA_METHODS + NVME_METHODS
-ALL_METHODS = (*SECURE_METHODS, DISCARD)
+ALL_METHODS = (*SECURE_METHODS, OVERWRITE, DISCARD)
 
 
 class EraseError(Exception):
@@ -140,6 +148,9 @@ class EraseTarget:
     # A SAS/SCSI-transport drive the operator declared a SATA drive whose HBA passes ATA
     # commands through (discovery's per-drive opt-in): ATA methods are offered.
     ata_passthrough: bool = False
+    # Everything the drive reports and the kernel sees (``Drive.identity``): the password
+    # journal knows the drive by it, so twins that share a serial keep a password each.
+    identity: DriveIdentity | None = None
 
     @property
     def controller_path(self) -> str:
@@ -159,7 +170,11 @@ class EraseOptions:
     suspend_seconds: int = 5  # rtcwake -s
     enhanced: bool = True  # ATA: enhanced security erase when supported
     crypto: bool = False  # NVMe format: crypto erase (SES=2) when FNA bit 2 says so
-    erase_fallback: str = "fail"  # "fail" or "discard"
+    erase_fallback: str = "fail"  # "fail", "discard" or "overwrite"
+    overwrite_pattern: str = "random"  # "random" (AES-CTR from a recorded seed) or "zero"
+    overwrite_verify_percent: float = 1.0  # of the drive read back after an overwrite
+    overwrite_seed: bytes | None = None  # the random pattern's seed (None: random); tests
+    cancel: threading.Event | None = None  # the run's cancel: stops an overwrite between writes
     verify: bool = True  # write markers before, check them after
     marker_count: int = 16  # first, last, and evenly spread in between
     poll_interval_s: float = 2.0  # sanitize status polling
@@ -217,6 +232,7 @@ class EraseRecord:
     finished: str = ""
     verification: Verification | None = None
     steps: tuple[str, ...] = ()  # what was done, in order (human text)
+    overwrite: dict[str, Any] | None = None  # the pass and its check (erase/overwrite.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -231,4 +247,5 @@ class EraseRecord:
             "finished": self.finished,
             "verification": None if self.verification is None else self.verification.to_dict(),
             "steps": list(self.steps),
+            **({} if self.overwrite is None else {"overwrite": self.overwrite}),
         }

@@ -61,8 +61,42 @@ _METHODS = {
 }
 
 
-def sanitization_for(method: str | None) -> Sanitization:
-    """The category and technique of an erase method (the erase room's method names)."""
+# Clear by overwrite (erase/overwrite.py). SP 800-88 Rev. 1 section 2.4: Clear "applies
+# logical techniques to sanitize data in all user-addressable storage locations for
+# protection against simple non-invasive data recovery techniques; typically applied through
+# the standard Read and Write commands"; Tables A-8 (SSD) and the hard-disk tables: "at
+# least a single write pass with a fixed data value, such as all zeros. Multiple passes or
+# more complex values may optionally be used."
+OVERWRITE_TECHNIQUE = ("Overwrite: one pass over every user-addressable block with the "
+                       "standard write command (Clear)")
+OVERWRITE_FLASH_NOTE = (
+    "on flash memory an overwrite is Clear at best, never Purge (NIST SP 800-88 Rev. 1, "
+    "section 2.4 and Table A-8): it reaches only the blocks the host addresses - the "
+    "spare area, retired (bad) blocks and any block the controller remapped are not "
+    "reached and may still hold data; a drive whose firmware erase works should be Purged")
+OVERWRITE_DISK_NOTE = (
+    "on a hard disk an overwrite is Clear (NIST SP 800-88 Rev. 1, section 2.4): it reaches "
+    "every user-addressable sector; reallocated (grown-defect) sectors and a hidden area "
+    "(HPA/DCO) are not reached")
+OVERWRITE_VIRTUAL_NOTE = (
+    "a virtual disk: the overwrite reached every block the guest addresses (Clear); what "
+    "the host's storage keeps underneath is outside this record")
+
+
+def overwrite_sanitization(media_type: str = "") -> Sanitization:
+    """Clear by overwrite, with NIST's words for the media (build.py ``_media_type``)."""
+    media = media_type.lower()
+    note = (OVERWRITE_DISK_NOTE if "magnetic" in media else
+            OVERWRITE_VIRTUAL_NOTE if "virtual" in media else OVERWRITE_FLASH_NOTE)
+    return Sanitization(CLEAR, OVERWRITE_TECHNIQUE,
+                        "NIST SP 800-88 Rev. 1, section 2.4 and Appendix A", note)
+
+
+def sanitization_for(method: str | None, media_type: str = "") -> Sanitization:
+    """The category and technique of an erase method (the erase room's method names);
+    ``media_type`` (the record's words) picks NIST's note for an overwrite."""
+    if method == "overwrite":
+        return overwrite_sanitization(media_type)
     if method is None:
         return Sanitization(NONE, "no erase was done", GUIDELINE,
                             "nothing was erased: neither Clear nor Purge was achieved")

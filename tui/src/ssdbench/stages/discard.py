@@ -195,7 +195,9 @@ class EraseStage:
     name: str = "erase"
 
     def execute(self, ctx: RunContext) -> None:
-        if ctx.secure_erase is not None:
+        from ssdbench.stages.secure_erase import serves
+
+        if ctx.secure_erase is not None and serves(ctx.secure_erase, ctx):
             record = dict(ctx.secure_erase(ctx))
             ctx.record.set("erase", record)
             return

@@ -183,17 +183,21 @@ def discard_spare(ctx: RunContext, layout: OpLayout, disk_path: str) -> dict[str
     erase: cheap, and the extra OP then does not rely on the erase having unmapped it (a
     secure erase that leaves LBAs mapped, or none at all). After a secure erase a drive that
     refuses the discard is noted (run.json warning), not a failure: the erase has already
-    emptied it; without one the discard is the only thing that frees the spare."""
+    emptied it; without one the discard is the only thing that frees the spare. A Clear by
+    overwrite (erase/overwrite.py) leaves every block holding its pattern: the spare then
+    holds data, so a refused discard fails the stage as it does without a secure erase."""
     length = layout.spare_bytes - GPT_RESERVE
     offset = layout.start_bytes + layout.size_bytes
     argv = ["blkdiscard", "--offset", str(offset), "--length", str(length), disk_path]
     erase = ctx.record.data.get("erase") or {}
+    # emptied: a secure erase that leaves the blocks unmapped, not an overwrite's pattern
+    emptied = bool(erase.get("secure")) and erase.get("method") != "overwrite"
     entry: dict[str, Any] = {"offset": offset, "length": length, "argv": argv,
                              "after_secure_erase": bool(erase.get("secure"))}
     try:
         ctx.host.runner.run(argv, timeout=3600)
     except CommandError as exc:
-        if not erase.get("secure"):
+        if not emptied:
             raise StageFailed(f"discarding the spare region failed: {exc}") from exc
         entry["error"] = str(exc)
         warnings = list(ctx.record.data.get("warnings") or [])

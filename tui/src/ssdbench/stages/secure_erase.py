@@ -4,7 +4,8 @@ imports the other: the engine imports the stages, the stages never import the en
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,23 +15,20 @@ from ssdbench.stages.base import RunContext, SecureErase, StageFailed
 ERASE_JOURNAL = "erase-journal.json"
 
 
-def secure_erase_hook(drive: Drive, results_root: Path) -> SecureErase | None:
-    """The erase room's secure erase for this drive, or None (then erase_fallback applies).
-    Any exception inside it becomes StageFailed with the reason."""
-    try:
-        from ssdbench import erase
-    except ImportError:
-        return None
-    if not set(drive.erase_methods or ()) & set(erase.SECURE_METHODS):
-        return None
-    hook = erase.stage_hook(
-        erase.target_from_drive(drive),
-        journal=erase.JsonPasswordJournal(results_root / ERASE_JOURNAL),
-    )
+@dataclass(frozen=True)
+class EraseHook:
+    """The erase room's erase as a ``RunContext.secure_erase``. ``fallback_only``: the drive
+    has no firmware erase, so the hook only serves a plan with ``erase_fallback =
+    "overwrite"`` (the erase stage handles "fail" and "discard" itself)."""
 
-    def run(ctx: RunContext) -> Mapping[str, Any]:
+    hook: Callable[[Any], Mapping[str, Any]]
+    fallback_only: bool = False
+
+    def __call__(self, ctx: RunContext) -> Mapping[str, Any]:
+        from ssdbench import erase
+
         try:
-            return hook(ctx)
+            return self.hook(ctx)
         except erase.EraseError as exc:
             raise StageFailed(f"secure erase failed: {exc}") from exc
         except StageFailed:
@@ -38,4 +36,30 @@ def secure_erase_hook(drive: Drive, results_root: Path) -> SecureErase | None:
         except Exception as exc:
             raise StageFailed(f"secure erase failed: {type(exc).__name__}: {exc}") from exc
 
-    return run
+    def serves(self, ctx: RunContext) -> bool:
+        return not self.fallback_only or ctx.params.erase_fallback == "overwrite"
+
+
+def secure_erase_hook(drive: Drive, results_root: Path) -> SecureErase | None:
+    """The erase room's erase for this drive, or None (then erase_fallback applies).
+    A drive with no firmware erase gets a ``fallback_only`` hook: the Clear by overwrite
+    when the plan allows it. Any exception inside it becomes StageFailed with the reason."""
+    try:
+        from ssdbench import erase
+    except ImportError:
+        return None
+    secure = bool(set(drive.erase_methods or ()) & set(erase.SECURE_METHODS))
+    hook = erase.stage_hook(
+        erase.target_from_drive(drive),
+        journal=erase.JsonPasswordJournal(results_root / ERASE_JOURNAL),
+    )
+    return EraseHook(hook, fallback_only=not secure)
+
+
+def serves(hook: SecureErase | None, ctx: RunContext) -> bool:
+    """Whether the erase stage should call ``hook`` (a fallback-only hook serves only a plan
+    with ``erase_fallback = "overwrite"``)."""
+    if hook is None:
+        return False
+    check = getattr(hook, "serves", None)
+    return bool(check(ctx)) if callable(check) else True
