@@ -7,6 +7,9 @@
 #     --workdir DIR        drives, stick copy, serial log, QMP socket, results (default build/qemu)
 #     --uefi               OVMF instead of SeaBIOS (legacy BIOS)
 #     --nvme SPEC          an NVMe drive; SPEC = SIZE|file=PATH|nbd=SOCKET [,serial=S]  (repeatable)
+#                          [,subsys=NQN]: in an NVM subsystem of its own named NQN, so two
+#                          drives can report one serial (QEMU's default NQN holds the serial,
+#                          and the kernel rejects a second controller of a subsystem)
 #     --sata SPEC          an AHCI SATA disk; SPEC = SIZE|file=PATH|nbd=SOCKET [,serial=S][,model=M]
 #                          SIZE drives are new sparse files WORKDIR/nvme0.img, sata0.img, ...
 #                          nbd=SOCKET (NVMe too): an NBD server's export on a unix socket,
@@ -236,7 +239,7 @@ fi
 # Drives.
 qemu_drives=()
 add_drive() { # kind index spec
-    local kind=$1 i=$2 spec=$3 size= file= nbd= serial= model= part
+    local kind=$1 i=$2 spec=$3 size= file= nbd= serial= model= subsys= part
     IFS=, read -ra parts <<<"$spec"
     for part in "${parts[@]}"; do
         case $part in
@@ -244,6 +247,7 @@ add_drive() { # kind index spec
         nbd=*) nbd=${part#nbd=} ;;
         serial=*) serial=${part#serial=} ;;
         model=*) model=${part#model=} ;;
+        subsys=*) [[ $kind == nvme ]] || die "--$kind: subsys= is for NVMe drives"; subsys=${part#subsys=} ;;
         *=*) die "--$kind: unknown key in $part" ;;
         *) size=$part ;;
         esac
@@ -273,7 +277,14 @@ add_drive() { # kind index spec
             qemu_drives+=(-device "pcie-root-port,id=$id-port,chassis=$((i + 1)),slot=$((i + 1))")
             bus=",bus=$id-port"
         fi
-        qemu_drives+=(-device "nvme,id=$id,drive=$id-blk$bus,serial=${serial:-SSDBNVME$(printf %04d "$i")}") ;;
+        serial=${serial:-SSDBNVME$(printf %04d "$i")}
+        if [[ -n $subsys ]]; then  # a subsystem's namespace is a device of its own
+            qemu_drives+=(-device "nvme-subsys,id=$id-subsys,nqn=$subsys"
+                -device "nvme,id=$id$bus,serial=$serial,subsys=$id-subsys"
+                -device "nvme-ns,id=$id-ns,drive=$id-blk,bus=$id,nsid=1")
+        else
+            qemu_drives+=(-device "nvme,id=$id,drive=$id-blk$bus,serial=$serial")
+        fi ;;
     sata)
         ((i < 6)) || die "at most 6 SATA drives (the q35 AHCI controller's ports)"
         qemu_drives+=(-device "ide-hd,id=$id,drive=$id-blk,bus=ide.$i,serial=${serial:-SSDBSATA$(printf %04d "$i")},model=${model:-ssdbench virtual SATA SSD},rotation_rate=1") ;;

@@ -1,6 +1,7 @@
 """`scripts/simdrive`: start, attach, detach and stop simulated SSDs; presets; the twin.
 
     simdrive start --preset NAME --size SIZE --dir DIR [--fob-iops N] [--serial S] [--model M]
+                   [--firmware F] [--identity ordinary|hostile]
                    [--sector-size 512|4096] [--seed N]      -> prints DIR/nbd.sock
     simdrive attach --dir DIR                               -> prints /dev/loopN (host path)
     simdrive detach --dir DIR
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from simdrive import presets
+from simdrive.identity import IDENTITIES, named
 
 PLUGIN = Path(__file__).resolve().parent / "nbdkit_plugin.py"
 DEFAULT_FOB = 4000.0
@@ -184,6 +186,7 @@ def start(args: argparse.Namespace) -> str:
     state = {
         "preset": personality.name, "size": size, "fob_iops": args.fob_iops,
         "sector_size": args.sector_size, "serial": args.serial, "model": args.model,
+        "firmware": getattr(args, "firmware", "") or "",
         "seed": args.seed, "socket": str(sock), "truth": str(d / "truth.jsonl"),
         "data": str(d / "data.img"), "fake": fake, "real_size": real,
     }
@@ -361,7 +364,9 @@ def twin(args: argparse.Namespace) -> str:
                         op_fraction=args.op / 100.0, seconds=args.seconds, seed=args.seed)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, with ``start``'s identity filled in (``--identity``, then the
+    plain defaults, for what no flag gave)."""
     ap = argparse.ArgumentParser(prog="simdrive", description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -371,8 +376,13 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--dir", required=True)
     s.add_argument("--fob-iops", type=float, default=DEFAULT_FOB,
                    help=f"fresh-out-of-box 4K random write IOPS (default {DEFAULT_FOB:.0f})")
-    s.add_argument("--serial", default="SIM0001")
-    s.add_argument("--model", default="")
+    s.add_argument("--identity", choices=tuple(IDENTITIES), default=None,
+                   help="the model, serial and firmware of simdrive/identity.py (hostile: "
+                        "markup, a line break, U+202E); --serial/--model/--firmware win")
+    s.add_argument("--serial", default=None, help="default SIM0001")
+    s.add_argument("--model", default=None)
+    s.add_argument("--firmware", default=None,
+                   help="recorded with the drive (the guest sees QEMU's device options)")
     s.add_argument("--sector-size", type=int, default=512)
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--fake", choices=("wrap", "drop"), default="",
@@ -396,6 +406,16 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--seconds", type=float, default=240.0, help="torture seconds")
     s.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
+    if args.cmd == "start":
+        ident = named(args.identity) if args.identity else None
+        for key, plain in (("serial", "SIM0001"), ("model", ""), ("firmware", "")):
+            if getattr(args, key) is None:
+                setattr(args, key, plain if ident is None else getattr(ident, key))
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     try:
         if args.cmd == "start":
             print(start(args))

@@ -13,6 +13,7 @@ from simdrive.ata.drive import AtaDrive, Config
 from simdrive.ata.nbd import NbdBackend
 from simdrive.ata.scsi import SatTarget
 from simdrive.ata.tcmu import Ring, attach_loopback, create_backstore, find_block_device
+from simdrive.identity import FIRMWARE_BYTES, IDENTITIES, MODEL_BYTES, SERIAL_BYTES, named
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,8 +22,14 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("create", help="a new drive folder (config.json, sparse data.img)")
     c.add_argument("dir", type=Path)
     c.add_argument("--size-mib", type=int, default=16)
-    c.add_argument("--serial", default="ATAEMU0001")
-    c.add_argument("--model", default="SSDBENCH ATA EMU")
+    c.add_argument("--identity", choices=tuple(IDENTITIES), default="ordinary",
+                   help="model, serial and firmware from simdrive/identity.py (hostile: markup, "
+                        "a line break, U+202E as raw bytes); --serial/--model/--firmware win")
+    c.add_argument("--serial", default=None)
+    c.add_argument("--no-serial", action="store_true",
+                   help="report no serial (blanks in IDENTIFY and in the SCSI serial page)")
+    c.add_argument("--model", default=None)
+    c.add_argument("--firmware", default=None)
     c.add_argument("--frozen", action="store_true", help="security frozen at every power-on")
     c.add_argument("--power-cut-after", choices=["", "set-pass"], default="",
                    help="cut the guest's power when SECURITY SET PASSWORD arrives")
@@ -41,8 +48,16 @@ def main(argv: list[str] | None = None) -> int:
                    "instead of DIR/data.img")
     args = p.parse_args(argv)
     if args.cmd == "create":
+        ident = named(args.identity)
+        model = ident.model if args.model is None else args.model
+        serial = "" if args.no_serial else ident.serial if args.serial is None else args.serial
+        firmware = ident.firmware if args.firmware is None else args.firmware
+        for name, value, limit in (("model", model, MODEL_BYTES), ("serial", serial, SERIAL_BYTES),
+                                   ("firmware", firmware, FIRMWARE_BYTES)):
+            if len(value.encode("utf-8")) > limit:
+                p.error(f"--{name} {value!r}: an ATA {name} holds {limit} bytes")
         drive = AtaDrive.create(args.dir, Config(
-            model=args.model, serial=args.serial, size_bytes=args.size_mib << 20,
+            model=model, serial=serial, firmware=firmware, size_bytes=args.size_mib << 20,
             frozen_at_power_on=args.frozen, power_cut_after=args.power_cut_after,
             smart=args.smart, self_test_seconds=args.self_test_seconds,
         ))

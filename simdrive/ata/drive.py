@@ -119,8 +119,14 @@ class Volatile:
     log: list[str] = field(default_factory=list)
 
 
-def _ata_string(text: str, words: int) -> list[int]:
-    raw = text.encode("ascii").ljust(2 * words)[: 2 * words]
+def _ata_string(text: str, words: int, *, right: bool = False) -> list[int]:
+    """An ATA string: the bytes of ``text`` padded with spaces (on the left when ``right``,
+    as drives pad their serials) to ``words`` words, two bytes a word, the first in the high
+    byte. ACS says ASCII; the emulated drive sends any string's UTF-8 bytes as they are
+    (the hostile identity's U+202E: what a counterfeit drive's firmware may send), cut to
+    the field."""
+    data = text.encode("utf-8")
+    raw = (data.rjust(2 * words) if right else data.ljust(2 * words))[: 2 * words]
     return [(raw[i] << 8) | raw[i + 1] for i in range(0, len(raw), 2)]
 
 
@@ -207,7 +213,7 @@ class AtaDrive:
         n = self.current_sectors
         w[0] = 0x0040
         w[1], w[3], w[6] = 16383, 16, 63
-        w[10:20] = _ata_string(self.config.serial.rjust(20), 10)
+        w[10:20] = _ata_string(self.config.serial, 10, right=True)  # "": no serial, blanks
         w[23:27] = _ata_string(self.config.firmware, 4)
         w[27:47] = _ata_string(self.config.model, 20)
         w[47] = 0x8001

@@ -108,7 +108,7 @@ class SatTarget:
             if page == 0x00:
                 body = bytes([0x00, 0x80, 0x83, 0x89, 0xB0, 0xB1, 0xB2])
             elif page == 0x80:
-                body = cfg.serial.encode().rjust(20)
+                body = cfg.serial.encode("utf-8").rjust(20)[:20]
             elif page == 0x83:
                 body = bytes([0x01, 0x03, 0x00, 0x08]) + self.wwn.to_bytes(8, "big")
             elif page == 0x89:

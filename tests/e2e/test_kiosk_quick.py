@@ -20,6 +20,7 @@ boot + plan stay within a few minutes under TCG."""
 from __future__ import annotations
 
 import csv
+import html
 import json
 import struct
 from collections.abc import Iterator
@@ -30,12 +31,18 @@ import pytest
 
 from tests.conftest import require_root
 from tests.e2e.rig import Boot, boot_kiosk
+from tests.hostile import HOSTILE_MODEL
+from tests.schema_check import check_tree
 from tests.simknown import SimDrive, fio_job, fit_start, iops_series, simulated_drive
 
 pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 NVME_SERIAL = "E2EQNVME01"
 SATA_SERIAL = "E2EQSATA01"
+# the SATA drive reports the hostile model (issue #42, simdrive/identity.py: Rich and HTML
+# markup, a LaTeX formula): strings only, the drives' timing is untouched; every page,
+# CSV, chart and record of the plan is made against it
+SATA_MODEL = HOSTILE_MODEL
 # Simulated drives of real, odd capacities (IDEMA counts scaled down: 500118192 / 1024 and
 # 976773168 / 4968, rounded to an odd sector count; the SandForce-like preset needs 229 MiB),
 # at rates the TCG guest can drive. The NVMe drive's three fills of 229 MiB at its FOB rate
@@ -90,7 +97,7 @@ def quick(dev_image: Path, drives: dict[str, SimDrive],
         tmp_path_factory.mktemp("kiosk-quick"),
         CONFIG,
         nvme=(f"nbd={drives[NVME_SERIAL].socket},serial={NVME_SERIAL}",),
-        sata=(f"nbd={drives[SATA_SERIAL].socket},serial={SATA_SERIAL},model=E2E quick SATA",),
+        sata=(f"nbd={drives[SATA_SERIAL].socket},serial={SATA_SERIAL},model={SATA_MODEL}",),
         timeout_s=1500,
         direct=True,  # the entry's kernel and command line without firmware and GRUB: their
         # 18 s are on the run's critical path here (test_kiosk_config.py boots through them)
@@ -315,3 +322,34 @@ def test_known_answer_totals_and_op_ratio(quick: Boot, drives: dict[str, SimDriv
     print(f"{serial}: OP ratio {got:.2f}, the model's {want:.2f} (needs over 1.5)")
     assert want > 1.5, f"the model shows no OP effect ({want:.2f}): the test proves nothing"
     assert abs(got - want) <= 0.10 * want, (serial, got, want)
+
+
+def test_the_hostile_model_is_recorded_and_shown_escaped(quick: Boot) -> None:
+    """The SATA drive's model (markup, a formula; what the kernel passed on of QEMU's
+    40-character IDENTIFY model) is in drive.json as reported, its runs' charts were drawn
+    (a formula in a title is text, never mathtext: test_every_run_folder_with_its_series_and_charts),
+    and the pages hold it HTML-escaped only: no page gains a script or loses its style."""
+    drive = quick.drive_dir(SATA_SERIAL)
+    model = json.loads((drive / "drive.json").read_text())["drive"]["model"]
+    assert len(model) >= 16 and SATA_MODEL.startswith(model.strip()), model
+    assert "<script>" in model, model
+    for page in (drive / "report.html", _root(quick) / "index.html"):
+        text = page.read_text()
+        assert html.escape(model.strip(), quote=False) in text, page
+        assert "<script" not in text, page
+        assert text.count("</style>") == 1, page
+    rows = [r for r in _csv(_root(quick) / "summary.csv") if r["serial"] == SATA_SERIAL]
+    assert rows and {r["model"].strip() for r in rows} == {model.strip()}, rows
+
+
+def test_every_json_and_csv_file_follows_its_schema(quick: Boot) -> None:
+    """Issue #46: every JSON and CSV file on the stick's copy of SSDRESULTS against its
+    published schema (tui/src/ssdbench/schemas, index.json says which): a file the format
+    does not know, a missing required field or a wrong type fails, naming the file and the
+    field. At least the files the tests above read must be there."""
+    n = len(RUNS) * 2
+    counts = check_tree(quick.results, expect={
+        "run.json.schema.json": n, "drive.json.schema.json": 2, "summary.csv.schema.json": 1,
+        "iops.csv.schema.json": n, "fill.csv.schema.json": 1, "probes.csv.schema.json": 2,
+        "probe.csv.schema.json": 6, "sensors.csv.schema.json": len(RUNS)})
+    print(f"schema check: {counts}")
