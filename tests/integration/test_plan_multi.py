@@ -46,6 +46,9 @@ def test_two_drives_at_once_each_pinned(loops: list[str], tmp_path: Path) -> Non
         (drive_dir,) = [d for d in dirs if d.name.endswith("_" + name)]
         record = json.loads((drive_dir / "trim" / "run.json").read_text())
         assert record["state"] == "done" and record["drive"]["name"] == name
+        # the machine and the controller (#45): a loop device hangs off none
+        assert set(record["host"]["machine"]) >= {"sys_vendor", "product_serial"}
+        assert record["host"]["controller"]["bus"] == "none"
         log = (drive_dir / "log.txt").read_text()
         assert "taskset -c" in log  # pinned
         other = names[1 - names.index(name)]

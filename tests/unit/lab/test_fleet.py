@@ -245,3 +245,22 @@ def test_the_capacity_check_is_on_the_fleet_page_and_in_fleet_csv() -> None:
     assert "capacity check" in page and "<b>FAKE: wraps, holds 67.1 MB</b>" in page
     assert "<td>genuine</td>" in page
     assert fleet.CSV_COLUMNS[-2:] == ("authenticity", "real_capacity_bytes")
+
+
+def test_the_host_of_each_run_and_bench_is_on_the_page_not_in_the_csv() -> None:
+    """#45: the machine a run was made in (run.json host) and the one a bench runs on
+    (status.json host); the firmware's strings escaped; fleet.csv keeps its columns."""
+    host = {"machine": {"sys_vendor": "<b>Evil</b>", "product_name": "X\u202e1"},
+            "notes": {}, "dmi": "read",
+            "controller": {"bus": "pci", "pci_address": "0000:00:05.0",
+                           "pci_id": "1b36:0010", "driver": "nvme"}}
+    run = {"run": "erase", "state": "done", "started": "2026-11-28T10:00:00Z",
+           "drive": {"serial": "S1", "model": "M"}, "host": host}
+    st = {"bench": "b1", "state": "running", "time": "2026-11-28T10:00:00Z", "host": host}
+    entries = {"b1/status.json": lambda: json.dumps(st).encode(),
+               "b1/S1/r1/erase/run.json": lambda: json.dumps(run).encode()}
+    f = fleet.build(entries, now=datetime(2026, 11, 28, 10, 0, 5, tzinfo=UTC))
+    page = fleet.fleet_html(f)
+    assert page.count("&lt;b&gt;Evil&lt;/b&gt; X?1") == 2 and "<b>Evil</b>" not in page
+    assert "title='PCI 0000:00:05.0 1b36:0010, driver nvme'" in page
+    assert fleet.fleet_csv(f).splitlines()[0] == ",".join(fleet.CSV_COLUMNS)

@@ -22,3 +22,18 @@ def test_snapshot_has_each_drive_the_last_event_and_errors() -> None:
     assert live.snapshot()["last_event"] == "nvme0n1 report done"  # not "report report"
     live.finish("failed")
     assert live.snapshot()["state"] == "failed"
+
+
+def test_snapshot_names_the_host_and_each_drives_controller() -> None:
+    machine = {"machine": {"sys_vendor": "QEMU", "product_serial": "not readable"},
+               "notes": {"product_serial": "not readable (root only)"}, "dmi": "read"}
+    ctrl = {"bus": "pci", "pci_address": "0000:00:05.0", "pci_id": "1b36:0010",
+            "driver": "nvme"}
+    live = LiveStatus("bench-07", "quick", {"nvme0n1": "S4EV0001"}, host=machine,
+                      controllers={"nvme0n1": ctrl})
+    live(Progress("nvme0n1", "trim", "torture", "running", message="started"))
+    live(Progress("sda", "trim", "torture", "running", message="started"))
+    snap = live.snapshot()
+    assert snap["host"] == machine
+    assert snap["drives"][0]["controller"] == ctrl and "controller" not in snap["drives"][1]
+    assert "host" not in LiveStatus("b", "p").snapshot()

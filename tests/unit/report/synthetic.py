@@ -36,17 +36,25 @@ class DriveSpec:
     fill_slow_mib_s: float = 180.0
     trim_mib_s: tuple[float, float, float] = (315.1, 183.3, 193.3)  # Intel SSD 530 seed
     started: str = "20261121T145300Z"
+    # a two-level drive (docs/analysis.md "Two falls"): fresh out of box until fob_end_s,
+    # then mid_iops until the cliff; None: one fall, at the cliff
+    fob_end_s: int | None = None
+    mid_iops: float | None = None
 
 
 def torture_series(
     seed: int, duration: int, fob: float, steady: float, cliff_s: int,
     stall_every_s: int, long_stall_at_s: int, long_stall_s: int,
+    fob_end_s: int | None = None, mid_iops: float | None = None,
 ) -> np.ndarray:
     rng = np.random.default_rng(seed)
     t = np.arange(duration, dtype=np.float64)
+    before = fob if fob_end_s is None or mid_iops is None else mid_iops
     level = np.where(
-        t < cliff_s, fob, steady + (fob * 0.35 - steady) * np.exp(-(t - cliff_s) / 60.0)
+        t < cliff_s, before, steady + (before * 0.35 - steady) * np.exp(-(t - cliff_s) / 60.0)
     )
+    if fob_end_s is not None and mid_iops is not None:
+        level[t < fob_end_s] = fob
     noise = rng.normal(1.0, 0.03, duration)
     after = t >= cliff_s
     noise[after] = rng.normal(1.0, 0.12, int(after.sum()))
@@ -212,7 +220,8 @@ def write_drive_folder(
             steady = spec.steady_iops * (2.2 if op else 1.0)
             iops = torture_series(seed + k, duration, spec.fob_iops, steady, cliff,
                                   spec.stall_every_s * (3 if op else 1),
-                                  spec.long_stall_at_s, 0 if op else spec.long_stall_s)
+                                  spec.long_stall_at_s, 0 if op else spec.long_stall_s,
+                                  spec.fob_end_s, spec.mid_iops)
             if state == "interrupted":
                 iops = iops[: duration // 2]
             write_iops_csv(run_dir / "iops.csv", iops, seed + k)

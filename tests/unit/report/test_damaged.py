@@ -3,7 +3,6 @@ index.html's comparison panels and the exit code of `ssdbench report` (#24 items
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from pathlib import Path
@@ -15,12 +14,12 @@ from ssdbench.cli import main
 from ssdbench.exitcodes import ExitCode
 from ssdbench.report import charts as ch
 from ssdbench.report import render_drive, render_index
+from tests.schema_check import check_csv
 from tests.unit.report.synthetic import DriveSpec, write_drive_folder
 
 
 def _rows(root: Path) -> list[dict[str, str]]:
-    with open(root / "summary.csv", newline="") as f:
-        return list(csv.DictReader(f))
+    return check_csv(root / "summary.csv")  # its schema too (ssdbench/schemas)
 
 
 def test_report_on_a_corrupted_run_json_says_so_and_exits_non_zero(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import shutil
@@ -13,6 +12,7 @@ import pytest
 
 from ssdbench.cli import main
 from ssdbench.report import SUMMARY_COLUMNS, DriveReport, analyse_run, render_drive, render_index
+from tests.schema_check import check_csv
 from tests.unit.report.synthetic import DriveSpec, write_drive_folder
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -121,8 +121,7 @@ def test_incomplete_run_is_reported_not_fatal(rendered: dict[str, DriveReport]):
 
 
 def test_render_index_summary_and_comparison(rendered: dict[str, DriveReport], results: Path):
-    with open(results / "summary.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = check_csv(results / "summary.csv")  # its schema (ssdbench/schemas)
     assert tuple(rows[0].keys()) == SUMMARY_COLUMNS
     assert len(rows) == 4
     evil = [r for r in rows if r["serial"] == "S&1"]

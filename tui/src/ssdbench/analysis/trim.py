@@ -101,15 +101,17 @@ def whole_seconds(series: Any, seconds: float | None) -> np.ndarray[Any, Any]:
 
 def probes_noise(series: Mapping[str, Any], means: Mapping[str, float], *,
                  seconds: Mapping[str, float | None] | None = None,
-                 block_bytes: int | None = None) -> tuple[dict[str, ProbeNoise], int, str]:
+                 block_bytes: int | None = None,
+                 phases: tuple[str, ...] = TRIM_PHASES) -> tuple[dict[str, ProbeNoise], int, str]:
     """Each probe's noise from its whole seconds (:func:`whole_seconds`), the degrees of
     freedom behind it, and why there is none. The relative per-second noise is pooled over
     the three probes (one drive, one workload; stall seconds left out). Every probe must be
     measurable: ``MIN_WHOLE_S`` whole seconds, each of ``MIN_BLOCKS_PER_S`` blocks or more
     on average (a second of one 16-MiB write is 16 or 0 MiB/s: lumps, not noise); else
-    ``({}, 0, why)`` and the verdict is on the means alone."""
+    ``({}, 0, why)`` and the verdict is on the means alone. ``phases``: the probes written
+    so far (a probe deciding whether to go on, :func:`extend_probe`)."""
     out: dict[str, np.ndarray[Any, Any]] = {}
-    for ph in TRIM_PHASES:
+    for ph in phases:
         if ph not in series or ph not in means:
             return {}, 0, "no per-second series for every probe"
         arr = whole_seconds(series[ph], (seconds or {}).get(ph))
@@ -153,6 +155,9 @@ class TrimVerdict:
     recovery_interval: tuple[float, float] | None = None
     anomalies: tuple[str, ...] = ()  # odd probe sets, named
     noise: dict[str, ProbeNoise] | None = None  # by phase, when the series were given
+    # inconclusive only because an interval straddles a line: more seconds could answer
+    # (a TRIM probe goes on while this holds, stages/probe.py)
+    within_noise: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -195,10 +200,11 @@ def trim_verdict(
 
     def verdict_of(degradation: float | None, recovery: float | None, verdict: str,
                    reason: str, *, d_int: tuple[float, float] | None = None,
-                   r_int: tuple[float, float] | None = None) -> TrimVerdict:
+                   r_int: tuple[float, float] | None = None,
+                   undecided: bool = False) -> TrimVerdict:
         return TrimVerdict(clean, after_torture, after_trim, degradation, recovery, verdict,
                            reason, basis, settle_s, trim_idle_s, d_int, r_int,
-                           tuple(anomalies), noise or None)
+                           tuple(anomalies), noise or None, undecided)
 
     missing = [name for name, v in values.items() if v is None or math.isnan(v)]
     if missing:
@@ -247,7 +253,7 @@ def trim_verdict(
             f"Inconclusive: within the probes' noise. After the torture the probe wrote at "
             f"{degradation:.1%} of its clean speed (99% interval {d_lo:.1%}–{d_hi:.1%}), "
             "which does not clear the 90% line, so whether the torture degraded the drive "
-            "cannot be told."), d_int=d_int)
+            "cannot be told."), d_int=d_int, undecided=True)
     recovery = (a - t) / (c - t)
     r_int = _interval(recovery, [-(a - t) / (c - t) ** 2, (a - c) / (c - t) ** 2,
                                  1 / (c - t)], errs, z) if known else None
@@ -266,7 +272,7 @@ def trim_verdict(
             f"Inconclusive: within the probes' noise (±{half:.0%}). TRIM won back "
             f"{recovery:.0%} of what the torture cost (99% interval {r_lo:.0%}–{r_hi:.0%}), "
             "which straddles a verdict's line (50% or 90%)." + _stall_text(anomalies)),
-            d_int=d_int, r_int=r_int)
+            d_int=d_int, r_int=r_int, undecided=True)
     if r_hi < 0:
         won = (f"after TRIM the probe was slower than after the torture ({a:,.1f} against "
                f"{t:,.1f} MiB/s): TRIM won back nothing")
@@ -283,3 +289,60 @@ def trim_verdict(
 def _stall_text(anomalies: list[str]) -> str:
     stalls = [x for x in anomalies if "stalled" in x]
     return (" Stalls: " + "; ".join(stalls) + ".") if stalls else ""
+
+
+# --- A probe that runs until it can answer (docs/analysis.md "TRIM verdict", docs/plans.md) --
+
+CLEAN_PRECISION = 0.015  # the clean probe goes on until its mean's 99% interval is ±1.5%
+EXTEND_STOPS = ("answered", "cap", "no-margin", "no-room")
+
+
+def extend_probe(phase: str, means: Mapping[str, float], series: Mapping[str, Any], *,
+                 seconds: Mapping[str, float | None] | None = None,
+                 block_bytes: int | None = None) -> tuple[bool, str]:
+    """Whether the probe of ``phase``, just written (with its extensions so far), should go
+    on for another chunk, and why (a sentence for run.json and the report). ``means``,
+    ``series``, ``seconds``: what the probes written so far measured (``phase`` and those
+    before it), as for :func:`trim_verdict`.
+
+    * **clean**: no verdict yet; it goes on while the 99% interval of its own mean is wider
+      than ±``CLEAN_PRECISION`` (the recovery's interval is about twice the clean probe's
+      relative one at a 50% degradation, and the clean probe cannot be written again).
+    * **after_torture**: goes on while the degradation's interval straddles its 90% line.
+    * **after_trim**: goes on while the verdict is inconclusive only because its interval
+      straddles a line (:attr:`TrimVerdict.within_noise`).
+
+    A probe without a noise estimate (too few seconds or blocks: the verdict is on the means)
+    does not go on: its verdict is the means', whatever its length (docs/analysis.md)."""
+    if phase not in TRIM_PHASES:
+        raise ValueError(f"unknown probe phase {phase!r}")
+    done = TRIM_PHASES[: TRIM_PHASES.index(phase) + 1]
+    given = {ph: v for ph in done if (v := means.get(ph)) is not None
+             and math.isfinite(v) and v > 0}
+    if len(given) < len(done):
+        return False, "no-margin: a probe measured no throughput"
+    noise, df, why_not = probes_noise(series, given, seconds=seconds, block_bytes=block_bytes,
+                                      phases=done)
+    if not noise:
+        return False, f"no-margin: {why_not}"
+    z = _t995(df)
+    if phase == "clean":
+        half = z * noise["clean"].stderr / given["clean"]
+        if half > CLEAN_PRECISION:
+            return True, (f"the clean probe's mean is known to ±{half:.1%} (99%), wider than "
+                          f"±{CLEAN_PRECISION:.1%}")
+        return False, f"answered: the clean probe's mean is known to ±{half:.1%} (99%)"
+    if phase == "after_torture":
+        c, t = given["clean"], given["after_torture"]
+        lo, hi = _interval(t / c, [-t / c**2, 1 / c],
+                           [noise["clean"].stderr, noise["after_torture"].stderr], z)
+        if lo < DEGRADED_BELOW - EPSILON <= hi:
+            return True, (f"the degradation's 99% interval ({lo:.1%}–{hi:.1%}) straddles "
+                          "the 90% line")
+        return False, (f"answered: the degradation's 99% interval ({lo:.1%}–{hi:.1%}) "
+                       "clears the 90% line")
+    verdict = trim_verdict(given["clean"], given["after_torture"], given["after_trim"],
+                           series=series, seconds=seconds, block_bytes=block_bytes)
+    if verdict.within_noise:
+        return True, "the verdict's interval straddles a line: " + verdict.reason
+    return False, f"answered: {verdict.verdict}"

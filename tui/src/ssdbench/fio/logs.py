@@ -680,20 +680,56 @@ def readscan_csv(series: Series) -> str:
 PROBE_PHASES = ("clean", "after_torture", "after_trim")
 
 
+def probe_stages(fio_dir: Path, phase: str) -> list[str]:
+    """A TRIM probe's fio stages: ``probe-<phase>``, then the extensions written while its
+    verdict could not answer (``probe-<phase>-ext1``, ``-ext2``, ...: stages/probe.py), each
+    as long as its final JSON exists."""
+    stages = [f"probe-{phase}"]
+    while StageFiles(fio_dir, f"probe-{phase}-ext{len(stages)}").json.exists():
+        stages.append(f"probe-{phase}-ext{len(stages)}")
+    return stages
+
+
+def probe_totals(fio_dir: Path, phase: str) -> tuple[int, float, int | None] | None:
+    """(bytes, seconds, offset of the window) of a probe and its extensions, from their
+    final JSON; None without the probe's own."""
+    total_bytes, ms, offset = 0, 0, None
+    for k, stage in enumerate(probe_stages(fio_dir, phase)):
+        report = StageFiles(fio_dir, stage).report()
+        if report is None:
+            if k == 0:
+                return None
+            continue
+        total_bytes += report.total("write")[0]
+        ms += max((j.write.runtime_ms for j in report.jobs), default=0)
+        if k == 0:
+            offsets = {j.offset_bytes for j in report.jobs}
+            offset = offsets.pop() if len(offsets) == 1 else None
+    return total_bytes, ms / 1000.0, offset
+
+
+def probe_series(fio_dir: Path, phase: str) -> tuple[F64, list[tuple[str, Series]]]:
+    """A probe's MiB/s per second (probe-<phase>.csv) and each fio stage's series. An
+    extended probe's seconds are each part's whole seconds, one part after the other (a
+    part's last, partial second is left out: it is not a second of the probe's speed)."""
+    parts = [(stage, stage_series(StageFiles(fio_dir, stage), "write", latency=False,
+                                  recover_tail=True))
+             for stage in probe_stages(fio_dir, phase)]
+    if len(parts) == 1:
+        return parts[0][1].mib_s, parts
+    return np.concatenate([s.mib_s[s.seconds() >= 1.0 - 1e-9] for _, s in parts]), parts
+
+
 def probes_csv(fio_dir: Path) -> str | None:
     """probes.csv rows (phase, mean MiB/s, seconds, bytes, offset_bytes: where the probe's
-    window starts) from the probes' final JSON."""
+    window starts) from the probes' final JSON (an extended probe: all its parts)."""
     rows: list[list[object]] = []
     for phase in PROBE_PHASES:
-        report = StageFiles(fio_dir, f"probe-{phase}").report()
-        if report is None:
+        totals = probe_totals(fio_dir, phase)
+        if totals is None:
             continue
-        total_bytes, _ = report.total("write")
-        ms = max((j.write.runtime_ms for j in report.jobs), default=0)
-        seconds = ms / 1000.0
+        total_bytes, seconds, offset = totals
         mib_s = total_bytes / seconds / MIB if seconds > 0 else float("nan")
-        offsets = {j.offset_bytes for j in report.jobs}
-        offset = offsets.pop() if len(offsets) == 1 else None
         rows.append([phase, _fmt(mib_s, 3), f"{seconds:.3f}", total_bytes,
                      "" if offset is None else offset])
     return _csv_text("phase,mib_s,seconds,bytes,offset_bytes", rows) if rows else None
@@ -733,8 +769,18 @@ def write_run_csvs(run_dir: Path) -> dict[str, Reconciliation]:
     if files := has("fill"):
         write(files, "fill.csv", "write", fill_csv, False)
     for phase in PROBE_PHASES:
-        if files := has(f"probe-{phase}"):
+        if (files := has(f"probe-{phase}")) and len(probe_stages(fio_dir, phase)) == 1:
             write(files, f"probe-{phase}.csv", "write", probe_csv, False)
+        elif files:  # an extended probe (stages/probe.py): its parts' seconds, in turn
+            merged, parts = probe_series(fio_dir, phase)
+            atomic.write_text(run_dir / f"probe-{phase}.csv",
+                              _csv("time_s,mib_s", [(merged, 3)]))
+            for stage, part in parts:
+                check = reconcile(stage, f"probe-{phase}.csv", part,
+                                  StageFiles(fio_dir, stage).report(), "write",
+                                  recovered_tail=True)
+                if check is not None:
+                    checks[stage] = check
     if (text := probes_csv(fio_dir)) is not None:
         atomic.write_text(run_dir / "probes.csv", text)
     if files := has("readscan"):

@@ -18,10 +18,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from ssdbench.devices import Drive
+from ssdbench.devices.host import read_controller, read_machine
 from ssdbench.devices.model import DriveIdentity
 from ssdbench.exitcodes import ExitCode
 from ssdbench.kiosk.config import (
@@ -51,8 +53,9 @@ from ssdbench.plan.engine import DriveJob, DriveOutcome
 from ssdbench.plan.journal import Journal, JournalError, doubt
 from ssdbench.plan.plans import Plan, PlanError, build_plan, plan_from_json
 from ssdbench.progress import Progress
+from ssdbench.record.batch import BATCH_STEM, write_batch
 from ssdbench.results import atomic
-from ssdbench.results.layout import journal_drive_dir
+from ssdbench.results.layout import journal_drive_dir, utc_stamp
 from ssdbench.system import CommandError, Host, SystemRunner
 from ssdbench.untrusted import shown
 
@@ -332,7 +335,9 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
         store = start_store(
             config.store, root, plan.name, {d.name: d.consent_id for d in drives},
             cmdline_bench=kernel_cmdline_value(cmdline, "ssdbench.bench"),
-            say=lambda line: print(f"ssdbench: {line}", file=out, flush=True))
+            say=lambda line: print(f"ssdbench: {line}", file=out, flush=True),
+            host=read_machine(host).to_json(),
+            controllers={d.name: read_controller(host, d.name).to_json() for d in drives})
         print(f"ssdbench: results also to {config.store.describe()} as bench "
               f"{store[0].bench}", file=out, flush=True)
     for drive_dir in reports:  # finished, but the power went during its report
@@ -370,6 +375,7 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
                     else o for o in outcomes]
     for problem in engine.finish(root, svg=config.svg):
         print(f"ssdbench: {problem}", file=out, flush=True)
+    _batch_page(root, outcomes, plan, out)
     _summary(outcomes, out)
     sync_destination()
     if mirror is not None:
@@ -386,6 +392,26 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     if not all(s == "done" for s in states):
         return int(ExitCode.FAILURE)
     return int(ExitCode.NO_SUCH_DRIVE if selection else ExitCode.OK)
+
+
+def _batch_page(root: Path, outcomes: list[DriveOutcome], plan: Plan, out: TextIO) -> None:
+    """The batch page of this kiosk run's (or station session's) drives, for a lot handed
+    on: ``batch-<time>.html`` and ``.pdf`` in the results folder (record/batch.py)."""
+    dirs = [o.drive_dir for o in outcomes if o.drive_dir is not None and o.drive_dir.is_dir()]
+    if not dirs:
+        return
+    now = datetime.now(UTC)
+    try:
+        path, problem = write_batch(
+            root, dirs, title=f"kiosk run of plan {plan.name}", made=utc_stamp(now),
+            stem=f"{BATCH_STEM}-{now:%Y%m%dT%H%M%SZ}",
+            pdf=bool(getattr(plan.params, "record_pdf", True)))
+    except OSError as exc:
+        print(shown(f"ssdbench: batch page not written: {exc}", limit=LINE_LIMIT), file=out,
+              flush=True)
+        return
+    print(f"ssdbench: batch page of {len(dirs)} drives: {path.name}"
+          + (f" ({problem})" if problem else ""), file=out, flush=True)
 
 
 def _selection_problems(config: KioskConfig, drives: list[Drive], chosen: list[int]) -> list[str]:

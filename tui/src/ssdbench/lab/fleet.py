@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ssdbench.devices.host import describe as describe_host
 from ssdbench.grade.capacity import FAKE_VERDICTS
 from ssdbench.lab.store import Store
 from ssdbench.report.summary import authenticity_cells
@@ -262,12 +263,16 @@ def _row(key: str, doc: dict[str, Any], drives: dict[str, dict[str, Any]]) -> di
         "grade": str(grade.get("grade") or "") if isinstance(grade.get("grade"), str) else "",
         "grade_reasons": "; ".join(str(_obj(r).get("text") or "") for r in reasons),
         **authenticity_cells(doc),  # the intake plan's fake-capacity check
+        # the page only (not in fleet.csv): the machine and the controller (devices/host.py)
+        **{f"host_{k}": v for k, v in describe_host(_obj(doc.get("host")) or None).items()
+           if k in ("machine", "controller")},
     }
 
 
 def fleet_csv(fleet: Fleet) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n",
+                            extrasaction="ignore")  # the page's host_* cells
     writer.writeheader()
     writer.writerows(csv_row(r) for r in fleet.rows)
     return buf.getvalue()
@@ -422,9 +427,10 @@ def fleet_html(fleet: Fleet) -> str:
              + f"), {len(fleet.rows)} runs. A running bench that sent no status for "
              f"{SILENT_AFTER_S:.0f} s is <b>silent</b>.</p>", "<h2>Benches</h2>"]
     parts.append(_table(
-        ("bench", "state", "plan", "last event", "errors", "status sent", "store",
+        ("bench", "machine", "state", "plan", "last event", "errors", "status sent", "store",
          "erase records"),
-        ((_e(b.name), _state(b.state), _e(b.status.get("plan", "")),
+        ((_e(b.name), _long(describe_host(_obj(b.status.get("host")) or None)["machine"]),
+          _state(b.state), _e(b.status.get("plan", "")),
           _long(b.status.get("last_event", "")),
           _long("; ".join(_strings(b.status.get("errors")))),
           _ago(b.silent_s), _store_state(b.status.get("store")), _records(b))
@@ -455,9 +461,11 @@ def fleet_html(fleet: Fleet) -> str:
                      f"runs (steady IOPS {BASELINE_FAR:.0%} or more from their median, at "
                      f"least {BASELINE_MIN_OTHERS} others): marked below.</p>")
     parts.append(_table(
-        ("when", "bench", "model", "firmware", "serial", "run", "state", "TRIM",
+        ("when", "bench", "host", "model", "firmware", "serial", "run", "state", "TRIM",
          "steady IOPS", "erase", "grade", "capacity check"),
         ((_e(r["started"]), _e(r["bench"]),
+          f"<span title='{_e(r.get('host_controller', ''))}'>"
+          f"{_long(r.get('host_machine', ''))}</span>",
           _e(r["model"]) or "<span class='small'>none reported</span>", _e(r["firmware"]),
           _e(r["serial"]), _e(r["run"]), _state(r["state"]), _e(r["trim_verdict"]),
           _e(_iops_text(r["steady_iops"], r["steady_iops_stddev"]))
@@ -465,7 +473,7 @@ def fleet_html(fleet: Fleet) -> str:
           _e(r["erase_method"] + (" (verified)" if r["erase_verified"] == "true" else "")),
           f"<span title='{_e(r['grade_reasons'])}'>{_e(r['grade'])}</span>"
           if r["grade"] else "", _capacity(r))
-         for r in fleet.rows), {8}))
+         for r in fleet.rows), {9}))
     if fleet.skipped:
         parts.append("<h2>Files left out</h2><p class='small'>A bench's file that could not "
                      "be used: the page is built without it (a run.json's row stays, "

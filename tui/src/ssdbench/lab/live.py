@@ -5,7 +5,7 @@ console, read by the uploader every ``status_seconds``."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +20,15 @@ MAX_ERRORS = 20
 class LiveStatus:
     """A Progress sink (thread-safe) whose :meth:`snapshot` is the status.json document."""
 
-    def __init__(self, bench: str, plan: str, serials: dict[str, str] | None = None) -> None:
+    def __init__(self, bench: str, plan: str, serials: dict[str, str] | None = None, *,
+                 host: Mapping[str, Any] | None = None,
+                 controllers: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.bench = bench
         self.plan = plan
         self.serials = dict(serials or {})
+        # the machine (devices/host.py Machine.to_json) and each drive's controller
+        self.host = None if host is None else dict(host)
+        self.controllers = {k: dict(v) for k, v in (controllers or {}).items()}
         self.state = "running"
         self.started = utc_now()
         self._lock = threading.Lock()
@@ -62,19 +67,25 @@ class LiveStatus:
                     "iops": None if ev.iops is None else round(ev.iops, 1),
                     "mib_s": None if ev.mib_s is None else round(ev.mib_s, 2),
                     "eta_s": None if ev.eta_s is None else round(ev.eta_s),
+                    **({"controller": self.controllers[name]}
+                       if name in self.controllers else {}),
                 })
             return {"schema": 1, "bench": self.bench, "state": self.state, "plan": self.plan,
                     "started": self.started, "drives": drives,
                     "last_event": self._last_event, "last_event_at": self._last_event_at,
-                    "errors": list(self._errors), "time": utc_now()}
+                    "errors": list(self._errors), "time": utc_now(),
+                    **({} if self.host is None else {"host": self.host})}
 
 
 def start_store(cfg: StoreConfig, results_dir: Path, plan: str, serials: dict[str, str],
-                *, cmdline_bench: str | None, say: Callable[[str], None]
+                *, cmdline_bench: str | None, say: Callable[[str], None],
+                host: Mapping[str, Any] | None = None,
+                controllers: Mapping[str, Mapping[str, Any]] | None = None,
                 ) -> tuple[StoreUploader, LiveStatus]:
-    """The uploader (thread started) and the live status it sends, for a kiosk run."""
+    """The uploader (thread started) and the live status it sends, for a kiosk run
+    (``host``, ``controllers``: the machine and the drives' controllers, devices/host.py)."""
     bench = bench_name(cfg, cmdline_bench)
-    live = LiveStatus(bench, plan, serials)
+    live = LiveStatus(bench, plan, serials, host=host, controllers=controllers)
     uploader = StoreUploader(open_store(cfg), cfg, results_dir, bench, say,
                              status=live.snapshot)
     uploader.start()

@@ -23,6 +23,7 @@ from typing import Any
 
 from ssdbench import __version__, jsonfile
 from ssdbench.devices import Drive
+from ssdbench.devices.host import host_record
 from ssdbench.exitcodes import ExitCode
 from ssdbench.fio.runner import fio_version
 from ssdbench.plan.journal import Journal
@@ -519,6 +520,8 @@ def _one_run(ctx: _DriveRun, drive_dir: Path, spec: RunSpec, *, tools: dict[str,
         run_dir, run=spec.name, kind=spec.kind, drive=_drive_record(drive),
         target=target.record(spec.op_percent), params=params.as_record(), tools=tools)
     record.set("plan", {"name": ctx.plan.name, "source": ctx.plan.source})
+    # the machine it is tested in and the controller it hangs off (devices/host.py)
+    record.set("host", host_record(ctx.host, drive.name))
     if target.kernel_name is not None:
         record.set("environment", environment_record(ctx.host, drive.transport,
                                                      drive.name, tools))

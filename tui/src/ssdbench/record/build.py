@@ -168,8 +168,10 @@ def build_record(
     tcg_revert: Mapping[str, Any] | None = None,
     grade: Mapping[str, Any] | None = None,
     authenticity: Mapping[str, Any] | None = None,
+    host: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The unsigned record (sign it with :func:`ssdbench.record.sign.sign_record`)."""
+    """The unsigned record (sign it with :func:`ssdbench.record.sign.sign_record`);
+    ``host``: run.json ``host``, the machine and the drive's controller (devices/host.py)."""
     method = (erase or {}).get("method")
     who = identity(drive, hidden)
     san = sanitization_for(method, str(who["media_type"]))
@@ -191,6 +193,8 @@ def build_record(
         "version": VERSION,
         "record_id": record_id or str(uuid.uuid4()),
         "drive": who,
+        # the machine the drive was erased in, and its controller (devices/host.py)
+        **({} if host is None else {"host": dict(host)}),
         "sanitization": {
             "category": san.category,
             "technique": san.technique,

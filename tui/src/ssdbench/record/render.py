@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ssdbench.devices.host import describe as describe_host
 from ssdbench.results import atomic
 from ssdbench.units import decimal_size
 from ssdbench.untrusted import csv_row as neutral
@@ -174,6 +175,17 @@ def _before_erase(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return rows
 
 
+def _host_section(host: Any) -> str:
+    """The machine the drive was erased in and the controller it hung off (record
+    ``host``, devices/host.py); nothing for a record made before ssdbench recorded it."""
+    if not isinstance(host, Mapping):
+        return ""
+    said = describe_host(host)
+    return "<h2>Host</h2>" + _rows([
+        ("Machine", said["machine"]), ("Machine serial / UUID", said["serial"]),
+        ("BIOS (version, date)", said["bios"]), ("Drive controller", said["controller"])])
+
+
 def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
     """The printable certificate; ``record_sha256``: the digest of erase-record.json's bytes
     as written, which the certificate prints so a printout ties to its record."""
@@ -215,6 +227,7 @@ def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
                ("Capacity (host view)", _size(drive["capacity_bytes"])),
                ("Native max capacity", f"{_size(drive['native_max_bytes'])} — "
                                        f"{drive['native_max_source']}")]),
+        _host_section(record.get("host")),
         "<h2>Sanitization</h2>",
         _rows([("NIST SP 800-88 category", san["category"]),
                ("Technique", san["technique"]), ("ssdbench method", san["method"]),

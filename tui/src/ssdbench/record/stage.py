@@ -240,7 +240,7 @@ class CertifiedEraseStage:
             health_before=before, health_after=after,
             started=_utc(wall0), finished=_utc(time.time()),
             duration_s=time.monotonic() - t0, tcg_revert=revert, grade=graded,
-            authenticity=checked,
+            authenticity=checked, host=ctx.record.data.get("host"),
         )
         key = str(getattr(params, "record_key", "") or "")
         # the results folder's bench and the next link of its record chain, signed with

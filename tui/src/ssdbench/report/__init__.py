@@ -11,18 +11,26 @@ Public API (the run engine, kiosk mode and the TUI call these):
 A damaged or incomplete run (interrupted, failed, a CSV missing or unreadable) is reported
 as such; it never stops the report of the other runs and drives. Layout and formats:
 docs/results-format.md; definitions: docs/analysis.md.
+
+The folder may come from anywhere: every file is written inside the folder being reported
+(``atomic.write_*(..., root=)``: never through a link, never out of it), a name taken from a
+file (a PTS loop of run.json) goes through :func:`ssdbench.untrusted.path_part`, and every
+CSV through the csv module and :func:`ssdbench.untrusted.csv_row`.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ssdbench import jsonfile
 from ssdbench.analysis.trim import TRIM_PHASES
 from ssdbench.report.charts import MB_PER_MIB
 from ssdbench.report.load import (
@@ -30,12 +38,14 @@ from ssdbench.report.load import (
     drive_dirs,
     drive_identity,
     is_drive_dir,
+    links,
     load_run,
     run_dirs,
 )
 from ssdbench.report.model import DriveReport, RunAnalysis, analyse, run_warnings
 from ssdbench.report.summary import SUMMARY_COLUMNS, summary_csv, summary_row
 from ssdbench.results import atomic
+from ssdbench.untrusted import csv_row
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -119,6 +129,7 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
         out += ch.iops_charts(
             s["time_s"], s["iops"], title=title, steady_start_s=it.steady_start_s,
             cliff_s=it.cliff.at_s, steady_state_s=it.steady_state.at_s,
+            fob_end_s=getattr(it.cliff, "fob_end_s", None),
             steady_mean=it.steady.mean, scale=scales.iops,
             linear_top=ch.steady_linear_top(s["iops"][s["time_s"] >= it.steady_start_s],
                                             workload.iops_top),
@@ -129,6 +140,7 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
             out.insert(1, ch.wsat_chart(
                 w.curve, s["iops"], io_bytes=w.io_bytes,
                 span_gb=w.span_bytes / 1e9, title=title, cliff_gb=w.cliff_written_gb,
+                fob_end_gb=(w.fob_end_written_gb if w.fob_end_s != w.cliff_at_s else None),
                 final_iops=w.final_iops, scale=scales.iops, workload=workload, svg=svg))
         if run.hir is not None and run.hir.series:
             out.append(ch.hir_chart(
@@ -182,16 +194,27 @@ def _warn(message: str) -> None:
     print(f"ssdbench report: {message}", file=sys.stderr)
 
 
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A CSV through the csv module, every text cell through :func:`csv_row` (a workload
+    name from run.json never becomes a formula or another column)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for row in (header, *rows):
+        writer.writerow(csv_row({str(i): v for i, v in enumerate(row)}).values())
+    return buf.getvalue()
+
+
 def hir_csv(h: Any) -> str:
     """hir.csv: each idle period's bursts, their IOPS, the recovery, the return's mean."""
     def cell(value: float | None, digits: int) -> str:
         return "" if value is None else f"{value:.{digits}f}"
 
-    lines = [f"wait_s,bursts,burst_iops,recovery,base_iops,vs_return (bursts of {h.burst_s} s; "
-             f"before the idle periods: {cell(h.baseline_iops, 1)} IOPS)"]
-    lines += [f"{st.wait_s},{st.bursts},{cell(st.burst_iops, 1)},{cell(st.recovery, 4)},"
-              f"{cell(st.base_iops, 1)},{cell(st.vs_return, 4)}" for st in h.states]
-    return "\n".join(lines) + "\n"
+    header = ["wait_s", "bursts", "burst_iops", "recovery", "base_iops",
+              f"vs_return (bursts of {h.burst_s} s; before the idle periods: "
+              f"{cell(h.baseline_iops, 1)} IOPS)", "stall_seconds"]
+    return csv_text(header, ([st.wait_s, st.bursts, cell(st.burst_iops, 1),
+                              cell(st.recovery, 4), cell(st.base_iops, 1),
+                              cell(st.vs_return, 4), st.stall_seconds] for st in h.states))
 
 
 def wsat_csvs(iops: Any, w: Any) -> dict[str, str]:
@@ -199,41 +222,58 @@ def wsat_csvs(iops: Any, w: Any) -> dict[str, str]:
     and wsat-rounds.csv (each round: its end, gigabytes written, mean IOPS)."""
     tgbw = w.curve
     span_gb = w.span_bytes / 1e9
-    lines = ["time_s,iops,written_gb,capacities_written"]
-    for i, (v, g) in enumerate(zip(np.asarray(iops, dtype=float), tgbw, strict=True)):
-        lines.append(f"{i},{'' if np.isnan(v) else f'{v:.1f}'},{g:.6f},{g / span_gb:.6f}")
-    rounds = [f"round,end_s,written_gb,capacities_written,iops (rounds of {w.round_s} s)"]
-    rounds += [f"{r.index},{r.end_s},{r.written_gb:.6f},{r.written_gb / span_gb:.6f},"
-               f"{'' if r.iops is None else f'{r.iops:.1f}'}" for r in w.rounds]
-    return {"wsat.csv": "\n".join(lines) + "\n", "wsat-rounds.csv": "\n".join(rounds) + "\n"}
+    seconds = [[i, "" if np.isnan(v) else f"{v:.1f}", f"{g:.6f}", f"{g / span_gb:.6f}"]
+               for i, (v, g) in enumerate(zip(np.asarray(iops, dtype=float), tgbw,
+                                              strict=True))]
+    rounds = [[r.index, r.end_s, f"{r.written_gb:.6f}", f"{r.written_gb / span_gb:.6f}",
+               "" if r.iops is None else f"{r.iops:.1f}"] for r in w.rounds]
+    return {"wsat.csv": csv_text(["time_s", "iops", "written_gb", "capacities_written"],
+                                 seconds),
+            "wsat-rounds.csv": csv_text(["round", "end_s", "written_gb", "capacities_written",
+                                         f"iops (rounds of {w.round_s} s)"], rounds)}
 
 
 PTS_CSV_COLUMNS = ("workload", "read_percent", "block_size", "sequential", "iops", "mb_s",
                    "lat_mean_us", "lat_p99999_us", "lat_max_us")
 
 
+def pts_stem(loop: Any) -> str:
+    """``pts-<loop>``: the start of a PTS loop's file names. The loop's name is a key of
+    run.json ``pts``: through :func:`path_part` (distinct: two names never share files)."""
+    from ssdbench.report.charts import file_part
+
+    return f"pts-{file_part(loop.name)}"
+
+
 def pts_csvs(loop: Any) -> dict[str, str]:
     """pts-<loop>.csv (each workload over the measurement window: the rounds' mean, the
     maximum of the maximum latency) and pts-<loop>-rounds.csv (each round, each workload);
     MB/s in decimal units, latencies in microseconds."""
-    def row(w: Any, f: dict[str, float | None]) -> str:
+    def row(w: Any, f: dict[str, float | None]) -> list[object]:
         def cell(key: str, digits: int, scale: float = 1.0) -> str:
             v = f.get(key)
             return "" if v is None else f"{v * scale:.{digits}f}"
-        return (f"{w.name},{w.read_percent},{w.block_size},{int(w.sequential)},"
-                f"{cell('iops', 1)},{cell('mib_s', 3, MB_PER_MIB)},{cell('lat_mean_us', 2)},"
-                f"{cell('lat_p99999_us', 2)},{cell('lat_max_us', 2)}")
+        return [w.name, w.read_percent, w.block_size, int(w.sequential), cell("iops", 1),
+                cell("mib_s", 3, MB_PER_MIB), cell("lat_mean_us", 2),
+                cell("lat_p99999_us", 2), cell("lat_max_us", 2)]
 
     state = ("steady" if loop.reached else "not steady") if loop.window else "no window"
     where = f"rounds {loop.window[0]}-{loop.window[1]}" if loop.window else "none"
-    window = [",".join(PTS_CSV_COLUMNS) + f" (measurement window: {where}, {state})"]
+    head = list(PTS_CSV_COLUMNS)
     figs = loop.window_figures
-    window += [row(w, figs[w.name]) for w in loop.workloads if w.name in figs]
-    rounds = ["round," + ",".join(PTS_CSV_COLUMNS) + f" (rounds of {loop.round_s} s)"]
-    rounds += [f"{i},{row(w, r.get(w.name, {}))}" for i, r in enumerate(loop.rounds, 1)
-               for w in loop.workloads]
-    return {f"pts-{loop.name}.csv": "\n".join(window) + "\n",
-            f"pts-{loop.name}-rounds.csv": "\n".join(rounds) + "\n"}
+    window = csv_text([*head[:-1], f"{head[-1]} (measurement window: {where}, {state})"],
+                      (row(w, figs[w.name]) for w in loop.workloads if w.name in figs))
+    rounds = csv_text(["round", *head[:-1], f"{head[-1]} (rounds of {loop.round_s} s)"],
+                      ([i, *row(w, r.get(w.name, {}))] for i, r in enumerate(loop.rounds, 1)
+                       for w in loop.workloads))
+    stem = pts_stem(loop)
+    return {f"{stem}.csv": window, f"{stem}-rounds.csv": rounds}
+
+
+def _left_out_links(folder: Path, what: str) -> list[str]:
+    """A sentence per symbolic link in ``folder``: never read or written through."""
+    return [f"{name}: a symbolic link, left out (a results {what} holds none; nothing is "
+            "read or written through it)" for name in links(folder)]
 
 
 def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
@@ -245,7 +285,7 @@ def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
     if not drive_dir.is_dir():
         raise FileNotFoundError(f"not a folder: {drive_dir}")
     loaded: list[tuple[RunData, RunAnalysis]] = []
-    problems: list[str] = []
+    problems: list[str] = _left_out_links(drive_dir, "drive folder")
     for rd in run_dirs(drive_dir):
         try:
             data = load_run(rd)
@@ -264,10 +304,10 @@ def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
         try:
             charts = _run_charts(data, run, model, svg, scales)
             for c in charts:
-                atomic.write_bytes(data.run_dir / f"{c.name}.png", c.png)
+                atomic.write_bytes(data.run_dir / f"{c.name}.png", c.png, root=drive_dir)
                 written.append(data.run_dir / f"{c.name}.png")
                 if c.svg is not None:
-                    atomic.write_bytes(data.run_dir / f"{c.name}.svg", c.svg)
+                    atomic.write_bytes(data.run_dir / f"{c.name}.svg", c.svg, root=drive_dir)
                     written.append(data.run_dir / f"{c.name}.svg")
         except Exception as exc:
             problems.append(f"{run.run}: charts failed: {exc!r}")
@@ -278,36 +318,48 @@ def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
                 if run.hir is not None:
                     tables["hir.csv"] = hir_csv(run.hir)
                 for name, text in tables.items():
-                    atomic.write_text(data.run_dir / name, text)
+                    atomic.write_text(data.run_dir / name, text, root=drive_dir)
                     written.append(data.run_dir / name)
             except OSError as exc:
                 problems.append(f"{run.run}: PTS tables not written: {exc}")
         for loop in run.pts:
             try:
                 for name, text in pts_csvs(loop).items():
-                    atomic.write_text(data.run_dir / name, text)
+                    atomic.write_text(data.run_dir / name, text, root=drive_dir)
                     written.append(data.run_dir / name)
             except OSError as exc:
                 problems.append(f"{run.run}: PTS tables of {loop.name} not written: {exc}")
         if data.meta and (data.run_dir / "run.json").is_file():
             meta = dict(data.meta)
             meta["analysis"] = run.to_dict()
-            atomic.write_json(data.run_dir / "run.json", meta)
-        sections.append(html.run_section(run, data.meta, charts,
-                                         html.relative_files(data.run_dir)))
+            try:
+                atomic.write_json(data.run_dir / "run.json", meta, root=drive_dir)
+            except OSError as exc:
+                problems.append(f"{run.run}: run.json not updated: {exc}")
+        try:
+            sections.append(html.run_section(run, data.meta, charts,
+                                             html.relative_files(data.run_dir)))
+        except Exception as exc:  # a value no page expects (an edited run.json): said
+            problems.append(f"{run.run}: its section could not be made: {exc!r}")
+            _warn(f"{data.run_dir}: its section could not be made: {exc!r}")
     runs = tuple(r for _, r in loaded)
     page = html.drive_page(identity, document, drive_dir.name, sections=sections,
                            runs=runs, problems=problems,
                            warnings={d.name: run_warnings(d.meta) for d, _ in loaded})
-    out = drive_dir / "report.html"
-    atomic.write_text(out, page)
+    out: Path | None = drive_dir / "report.html"
+    try:
+        atomic.write_text(drive_dir / "report.html", page, root=drive_dir)
+    except OSError as exc:  # a link where report.html goes: refused, said
+        problems.append(f"report.html not written: {exc}")
+        _warn(f"{drive_dir}: report.html not written: {exc}")
+        out = None
     return DriveReport(drive_dir, identity, runs, out, tuple(written), tuple(problems))
 
 
 def _index_data(root: Path) -> tuple[list[tuple[Path, dict[str, Any], list[RunData],
                                                   list[RunAnalysis]]], list[str]]:
     drives = []
-    problems: list[str] = []
+    problems: list[str] = _left_out_links(root, "folder")
     for dd in drive_dirs(root):
         datas: list[RunData] = []
         runs: list[RunAnalysis] = []
@@ -346,16 +398,24 @@ def _single_drive_charts(run: str, run_dir: Path, svg: bool) -> list[Any] | None
     for kind in IOPS_CHART_KINDS:
         png = run_dir / f"iops-{kind}.png"
         svg_path = run_dir / f"iops-{kind}.svg"
-        if not png.is_file() or (svg and not svg_path.is_file()):
+        try:  # what render_drive wrote: a regular file (a link or a FIFO: drawn again)
+            out.append(ch.Chart(f"compare-{ch.file_part(run)}-iops-{kind}",
+                                jsonfile.read_bytes(png, limit=CHART_LIMIT, follow=False),
+                                jsonfile.read_bytes(svg_path, limit=CHART_LIMIT, follow=False)
+                                if svg else None))
+        except OSError:
             return None
-        out.append(ch.Chart(f"compare-{run}-iops-{kind}", png.read_bytes(),
-                            svg_path.read_bytes() if svg else None))
     return out
+
+
+CHART_LIMIT = 64 << 20  # bytes: a chart render_drive wrote is well under
 
 
 def render_index(root: Path, *, svg: bool = True) -> None:
     """``summary.csv``, ``compare-*.png/svg`` and ``index.html`` for every drive folder
-    under ``root`` (the ``ssdbench/`` folder), from the CSV files as they are."""
+    under ``root`` (the ``ssdbench/`` folder), from the CSV files as they are. Written
+    inside ``root`` only; OSError (``atomic.OutsideRoot``: a link where index.html goes)
+    when index.html cannot be written, the other files' failures are on the page."""
     from ssdbench.report import charts as ch
     from ssdbench.report import html
 
@@ -368,7 +428,11 @@ def render_index(root: Path, *, svg: bool = True) -> None:
         report = DriveReport(dd, identity, tuple(runs), None, (), ())
         for data, run in zip(datas, runs, strict=True):
             rows.append(summary_row(report, run, data.meta))
-    atomic.write_text(root / "summary.csv", summary_csv(rows))
+    try:
+        atomic.write_text(root / "summary.csv", summary_csv(rows), root=root)
+    except OSError as exc:
+        problems.append(f"summary.csv not written: {exc}")
+        _warn(f"{root}: summary.csv not written: {exc}")
 
     charts: list[ch.Chart] = []
     try:
@@ -407,20 +471,21 @@ def render_index(root: Path, *, svg: bool = True) -> None:
         if trim_chart is not None:
             charts.append(trim_chart)
         for c in charts:
-            atomic.write_bytes(root / f"{c.name}.png", c.png)
+            atomic.write_bytes(root / f"{c.name}.png", c.png, root=root)
             if c.svg is not None:
-                atomic.write_bytes(root / f"{c.name}.svg", c.svg)
+                atomic.write_bytes(root / f"{c.name}.svg", c.svg, root=root)
     except Exception as exc:
         problems.append(f"comparison charts failed: {exc!r}")
         _warn(f"{root}: comparison charts failed: {exc!r}")
-    links = [(dd.name, f"{_label(identity, dd.name)} — {dd.name}")
-             for dd, identity, _, _ in drives]
+    drive_links = [(dd.name, f"{_label(identity, dd.name)} — {dd.name}")
+                   for dd, identity, _, _ in drives]
     warnings = [f"{dd.name}/{d.name}: {w}" for dd, _, datas, _ in drives for d in datas
                 for w in run_warnings(d.meta)]
     loops = [(_label(identity, dd.name), loop) for dd, identity, _, runs in drives
              for r in runs for loop in r.pts]
     atomic.write_text(root / "index.html",
-                      html.index_page(rows, links, charts, problems, warnings, pts=loops))
+                      html.index_page(rows, drive_links, charts, problems, warnings, pts=loops),
+                      root=root)
 
 
 def render_all(root: Path, *, svg: bool = True) -> Sequence[DriveReport]:

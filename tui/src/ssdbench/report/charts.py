@@ -24,6 +24,12 @@ Every chart is 1200×700 px (100 dpi) or taller for comparisons. The rules (docs
 
 Each chart has a ``*_figure(s)`` function returning the matplotlib ``Figure`` (tests inspect
 it) and a ``*_chart(s)`` function rendering it to PNG (+ SVG).
+
+Text on a chart is never mathtext: a drive model ``$\\frac{a}{$`` is drawn as written. Every
+title, panel label, legend entry and tick label that can carry a string from a drive or a
+results file goes through :func:`plain` (each ``$`` escaped; matplotlib's ``parse_math``
+is left alone so that nothing global is touched), and a name from a file that becomes a
+chart's file name through :func:`file_part`.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ssdbench.units import binary_size
+from ssdbench.untrusted import path_part, visible
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -286,9 +293,24 @@ def _figure(height_in: float = HEIGHT_IN, *, ncols: int = 1, nrows: int = 1,
     return fig, axes
 
 
+def plain(text: object) -> str:
+    """``text`` for a matplotlib Text that must not be mathtext: every ``$`` escaped (a
+    string with an even number of unescaped ``$`` is parsed as TeX, and a bad formula such
+    as ``$\\frac{a}{$`` stops the chart; an escaped one is drawn as ``$``), and control and
+    invisible characters as ``?`` on each line (untrusted.visible: a serial reads on a chart
+    as everywhere else; the line breaks of ssdbench's own two-line titles stay)."""
+    return "\n".join(visible(line) for line in str(text).split("\n")).replace("$", r"\$")
+
+
+def file_part(name: str) -> str:
+    """A name from a results file (a run, a PTS loop) inside a chart's file name:
+    :func:`ssdbench.untrusted.path_part`, distinct."""
+    return path_part(name, distinct=True)
+
+
 def _suptitle(fig: Figure, text: str) -> None:
     height_in = fig.get_figheight()
-    fig.suptitle(text, fontsize=15, y=1 - TITLE_PAD_IN / height_in, va="top")
+    fig.suptitle(plain(text), fontsize=15, y=1 - TITLE_PAD_IN / height_in, va="top")
 
 
 def _fig(ax: Axes) -> Figure:
@@ -308,7 +330,7 @@ def _above(ax: Axes) -> float:
 
 def _panel_label(ax: Axes, text: str, fontsize: float = 12) -> Artist:
     """A panel's name, left-aligned just above its axes (the legend goes on the right)."""
-    return ax.text(0.0, _above(ax), text, transform=ax.transAxes, ha="left",
+    return ax.text(0.0, _above(ax), plain(text), transform=ax.transAxes, ha="left",
                    va="bottom", fontsize=fontsize)
 
 
@@ -323,6 +345,7 @@ def _legend_above(ax: Axes, *, handles: Sequence[Any] | None = None,
         handles, labels = ax.get_legend_handles_labels()
     if not handles:
         return 0
+    labels = [plain(label) for label in labels]
     fig = _fig(ax)
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     width = span_px if span_px is not None else ax.get_window_extent(renderer).width
@@ -488,10 +511,18 @@ def _event_marks(ax: Any, events: Sequence[tuple[str, int, int]]) -> None:
                            gid=f"event-{kind}")
 
 
+FOB_END = "#9467bd"  # the end of fresh-out-of-box: purple dash-dot, beside the orange cliff
+
+
+def _fob_end_line(ax: Axes, at: float, label: str) -> None:
+    ax.axvline(at, color=FOB_END, linestyle="-.", linewidth=1.5, label=label, gid="fob-end")
+
+
 def iops_figures(
     t: FloatArray, iops: FloatArray, *, title: str, steady_start_s: float,
     cliff_s: int | None = None, steady_state_s: int | None = None,
     steady_mean: float | None = None, scale: LogScale | None = None,
+    fob_end_s: int | None = None,
     linear_top: float = DEFAULT_IOPS_TOP, workload: Workload | None = None,
     events: Sequence[tuple[str, int, int]] = (),
 ) -> list[tuple[str, Figure]]:
@@ -499,7 +530,10 @@ def iops_figures(
 
     ``events``: (kind, at_s, duration_s) of the run's throttles, stalls, steps and late
     falls (:mod:`ssdbench.analysis.events`), each kind drawn its own way on the whole-run
-    chart, so a throttle is never read as the cliff.
+    chart, so a throttle is never read as the cliff. ``fob_end_s``: the end of
+    fresh-out-of-box (docs/analysis.md "Two falls"), drawn as its own line (purple,
+    dash-dot) when it is not the cliff's second; the cliff is then "the fall into steady
+    state".
 
     ``scale`` is the log scale shared with the other runs of the drive; ``linear_top`` the
     run's top of the linear chart (:func:`steady_linear_top`)."""
@@ -514,10 +548,15 @@ def iops_figures(
         ax.axvspan(steady_start_s, end, color=STEADY_SPAN, zorder=0,
                    label=f"steady window (t ≥ {steady_start_s:g} s)")
     _iops_points(ax, t, iops, scale)
-    _event_marks(ax, events)
+    two = fob_end_s is not None and fob_end_s != cliff_s
+    # the step that ends fresh-out-of-box is drawn once: as the end of FOB
+    _event_marks(ax, [e for e in events if not (two and e[0] == "step" and e[1] == fob_end_s)])
+    if two and fob_end_s is not None:
+        _fob_end_line(ax, fob_end_s, f"end of FOB: {fob_end_s} s")
     if cliff_s is not None:
         ax.axvline(cliff_s, color="#ff7f0e", linestyle="--", linewidth=1.5,
-                   label=f"spare-area cliff: {cliff_s} s")
+                   label=(f"spare-area cliff (fall into steady state): {cliff_s} s" if two
+                          else f"spare-area cliff: {cliff_s} s"))
     if steady_state_s is not None:
         ax.axvline(steady_state_s, color="#2ca02c", linestyle=":", linewidth=2,
                    label=f"SNIA steady state: {steady_state_s} s")
@@ -567,10 +606,12 @@ LATENCY_STYLES = (("lat_max_us", "max", "#bbbbbb", 1.0),
 
 def wsat_figure(written_gb: FloatArray, iops: FloatArray, *, io_bytes: int, span_gb: float,
                 title: str, cliff_gb: float | None = None, final_iops: float | None = None,
-                scale: LogScale | None = None, workload: Workload | None = None) -> Figure:
+                scale: LogScale | None = None, workload: Workload | None = None,
+                fob_end_gb: float | None = None) -> Figure:
     """SNIA PTS write saturation: every second's IOPS against the total gigabytes written
     from the purge on (each point at the middle of its second's writes), log scale; dotted
-    lines at each whole capacity written, the cliff and the final level."""
+    lines at each whole capacity written, the end of fresh-out-of-box (``fob_end_gb``, when
+    it is not the cliff), the cliff and the final level."""
     scale = scale or log_scale(iops)
     fig, axes = _figure()
     ax = axes[0, 0]
@@ -585,9 +626,14 @@ def wsat_figure(written_gb: FloatArray, iops: FloatArray, *, io_bytes: int, span
         ax.axvline(k * span_gb, color="#999999", linestyle=":", linewidth=1.2, zorder=1)
         ax.text(k * span_gb, 1.0, f" {k}×", transform=ax.get_xaxis_transform(), ha="left",
                 va="top", fontsize=10, color="#555555")
+    two = fob_end_gb is not None and fob_end_gb != cliff_gb
+    if fob_end_gb is not None and two:
+        _fob_end_line(ax, fob_end_gb, f"end of FOB at {fob_end_gb:,.2f} GB "
+                                      f"({fob_end_gb / span_gb:.2f} × capacity)")
     if cliff_gb is not None:
         ax.axvline(cliff_gb, color="#ff7f0e", linestyle="--", linewidth=1.5,
-                   label=f"cliff at {cliff_gb:,.2f} GB ({cliff_gb / span_gb:.2f} × capacity)")
+                   label=(f"cliff{' (fall into steady state)' if two else ''} at "
+                          f"{cliff_gb:,.2f} GB ({cliff_gb / span_gb:.2f} × capacity)"))
     if final_iops is not None:
         ax.axhline(final_iops, color="#444444", linestyle="--", linewidth=1.2,
                    label=f"final level: {si(round(final_iops))} IOPS")
@@ -911,7 +957,7 @@ def compare_iops_figures(run: str, drives: Sequence[DriveSeries], *,
         if left_out:
             title += "\nwithout a steady window: " + "; ".join(left_out)
         _suptitle(fig, title)
-        out.append((f"compare-{run}-iops-{kind}", fig))
+        out.append((f"compare-{file_part(run)}-iops-{kind}", fig))
     return out
 
 
@@ -944,8 +990,9 @@ def compare_trim_figure(rows: Sequence[TrimRow]) -> Figure | None:
                                    if math.isfinite(v) else "" for v in vals],
                      fontsize=10, padding=3)
     # the labels' column is 3.4 in wide: a long drive name wraps instead of being cut off
-    ax.set_yticks(y, [f"{textwrap.fill(label, 34)}\n{textwrap.fill(probe, 34)}\n"
-                      f"verdict: {verdict}" for label, _, verdict, probe in rows], fontsize=11)
+    ax.set_yticks(y, [plain(f"{textwrap.fill(label, 34)}\n{textwrap.fill(probe, 34)}\n"
+                            f"verdict: {verdict}") for label, _, verdict, probe in rows],
+                  fontsize=11)
     ax.invert_yaxis()
     ax.set_xlim(0, nice_top(peak * 1.5))
     ax.set_xlabel("Mean sequential write throughput of the probe (MiB/s)", fontsize=12)
@@ -1063,7 +1110,7 @@ def pts_convergence_figure(loop: Any, *, title: str) -> Figure:
     ax.yaxis.set_major_formatter(si)
     ax.set_xlabel(f"Round ({loop.round_s} s of each workload; at most {loop.max_rounds})",
                   fontsize=12)
-    ax.set_ylabel(PTS_METRIC_LABEL.get(loop.metric, loop.metric), fontsize=12)
+    ax.set_ylabel(plain(PTS_METRIC_LABEL.get(loop.metric, loop.metric)), fontsize=12)
     _suptitle(fig, f"{title}\nSNIA PTS {loop.name}: steady-state convergence of "
                    f"{loop.tracking} (dotted: the window mean ±10%)")
     _legend_above(ax)
@@ -1071,7 +1118,8 @@ def pts_convergence_figure(loop: Any, *, title: str) -> Figure:
 
 
 def pts_convergence_chart(loop: Any, *, svg: bool = True, **kwargs: Any) -> Chart:
-    return _render(pts_convergence_figure(loop, **kwargs), f"pts-{loop.name}-convergence", svg)
+    return _render(pts_convergence_figure(loop, **kwargs),
+                   f"pts-{file_part(loop.name)}-convergence", svg)
 
 
 def pts_iops_figure(loop: Any, *, title: str) -> Figure:
@@ -1093,7 +1141,7 @@ def pts_iops_figure(loop: Any, *, title: str) -> Figure:
             ax.plot([a for a, _ in pts], [b for _, b in pts], marker="o", markersize=5,
                     linewidth=1.5, color=HIR_COLOURS[i % len(HIR_COLOURS)],
                     label=f"{read}/{100 - read}")
-    ax.set_xticks(list(x.values()), [size_text(bs) for bs in x])
+    ax.set_xticks(list(x.values()), [plain(size_text(bs)) for bs in x])
     ax.set_xlabel("Block size", fontsize=12)
     ax.set_ylabel("IOPS (log scale)", fontsize=12)
     state = "steady" if loop.reached else "NOT steady"
@@ -1105,4 +1153,4 @@ def pts_iops_figure(loop: Any, *, title: str) -> Figure:
 
 
 def pts_iops_chart(loop: Any, *, svg: bool = True, **kwargs: Any) -> Chart:
-    return _render(pts_iops_figure(loop, **kwargs), f"pts-{loop.name}-matrix", svg)
+    return _render(pts_iops_figure(loop, **kwargs), f"pts-{file_part(loop.name)}-matrix", svg)

@@ -1,14 +1,19 @@
 """Reading a results folder (docs/results-format.md) into arrays and dicts.
 
 Nothing here raises for a damaged folder: what cannot be read becomes a *problem* (a
-sentence naming the file) and the rest is still reported.
+sentence naming the file) and the rest is still reported. A results folder may come from
+anywhere (a stick from another bench, a copy of a store): every file is read through
+:func:`ssdbench.jsonfile.read_bytes` (a regular file, never through a link, at most a size),
+and a folder that is a link is not a drive or run folder (it is named as left out).
 """
 
 from __future__ import annotations
 
 import csv
 import importlib
+import io
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +34,7 @@ PROBES_COLUMNS = ("phase", "mib_s", "seconds", "bytes")
 SENSORS_COLUMNS = ("second", "temperature_c")
 RUN_ORDER = ("consistency-default", "consistency-op25", "trim", "diagnose", "grade")
 MAX_SECONDS = 10 * 24 * 3600  # a time_s beyond 10 days is a damaged file, not a long run
+CSV_LIMIT = 128 << 20  # bytes: 10 days of iops.csv is about 60 MB
 
 
 class ResultsFileError(ValueError):
@@ -43,11 +49,7 @@ def read_columns(path: Path, required: tuple[str, ...]) -> dict[str, FloatArray]
     second keeps its last row. The result's ``time_s`` is ``0 … N-1``.
     """
     clock = required[0]
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.reader(f))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsFileError(f"{path.name}: cannot read: {exc}") from exc
+    rows = list(csv.reader(_csv_text(path)))
     if not rows:
         raise ResultsFileError(f"{path.name}: empty file (no header line)")
     header = [h.strip() for h in rows[0]]
@@ -82,6 +84,32 @@ def read_columns(path: Path, required: tuple[str, ...]) -> dict[str, FloatArray]
     return out
 
 
+def _csv_text(path: Path) -> io.StringIO:
+    """A results CSV's text (:func:`ssdbench.jsonfile.read_bytes`: a regular file, no link,
+    at most CSV_LIMIT bytes); ResultsFileError naming the file otherwise."""
+    try:
+        text = jsonfile.read_bytes(path, limit=CSV_LIMIT, follow=False).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsFileError(f"{path.name}: cannot read: {exc}") from exc
+    return io.StringIO(text, newline="")
+
+
+def there(path: Path) -> bool:
+    """Something is at ``path`` (a file, a link, a FIFO: what is there is read, or named as
+    unreadable; a folder is not a results file)."""
+    return os.path.lexists(path) and not (path.is_dir() and not path.is_symlink())
+
+
+def links(folder: Path) -> list[str]:
+    """The names of the symbolic links to folders in ``folder``: a results folder holds
+    none, they are not drive or run folders (left out, and named). A link to a file is
+    named by the reader or writer that refuses it."""
+    try:
+        return sorted(p.name for p in Path(folder).iterdir() if p.is_symlink() and p.is_dir())
+    except OSError:
+        return []
+
+
 def _number(cell: str) -> float:
     cell = cell.strip()
     if not cell:
@@ -104,11 +132,7 @@ class Probe:
 
 
 def read_probes(path: Path) -> dict[str, Probe]:
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsFileError(f"{path.name}: cannot read: {exc}") from exc
+    rows = list(csv.DictReader(_csv_text(path)))
     out: dict[str, Probe] = {}
     for lineno, row in enumerate(rows, start=2):
         phase = (row.get("phase") or "").strip()
@@ -129,7 +153,7 @@ def read_probes(path: Path) -> dict[str, Probe]:
 
 def read_json(path: Path) -> dict[str, Any]:
     try:
-        data = jsonfile.read(path)
+        data = jsonfile.read(path, follow=False)
     except (OSError, ValueError) as exc:
         raise ResultsFileError(f"{path.name}: cannot read: {exc}") from exc
     if not isinstance(data, dict):
@@ -181,8 +205,14 @@ def rebuild_csvs_from_fio_logs(run_dir: Path) -> str | None:
     Returns a problem sentence when the rebuild failed (the CSVs on disk are used then).
     """
     fio_dir = run_dir / "fio"
+    if fio_dir.is_symlink():
+        return "fio is a symbolic link: not read; the CSVs on disk are used"
     if not fio_dir.is_dir() or not any(fio_dir.glob("*.log")):
         return None
+    for path in sorted(fio_dir.iterdir()):  # the fio room opens them: no FIFO, no link
+        if path.is_symlink() or not path.is_file():
+            return (f"fio/{path.name} is not a regular file: the CSVs are not rebuilt from "
+                    "the fio logs; the CSVs on disk are used")
     try:
         logs = importlib.import_module("ssdbench.fio.logs")
     except ModuleNotFoundError as exc:
@@ -208,7 +238,7 @@ def load_run(run_dir: Path, *, rebuild: bool = True) -> RunData:
         if note:
             problems.append(note)
     meta: dict[str, Any] = {}
-    if (run_dir / "run.json").is_file():
+    if there(run_dir / "run.json"):
         try:
             meta = read_json(run_dir / "run.json")
         except ResultsFileError as exc:
@@ -219,7 +249,7 @@ def load_run(run_dir: Path, *, rebuild: bool = True) -> RunData:
 
     def columns(name: str, cols: tuple[str, ...]) -> dict[str, FloatArray] | None:
         path = run_dir / name
-        if not path.is_file():
+        if not there(path):
             return None
         try:
             return read_columns(path, cols)
@@ -232,7 +262,7 @@ def load_run(run_dir: Path, *, rebuild: bool = True) -> RunData:
     fill = columns("fill.csv", FILL_COLUMNS)
     readscan = columns("readscan.csv", ("time_s", "offset_gib", "mib_s"))
     probes: dict[str, Probe] = {}
-    if (run_dir / "probes.csv").is_file():
+    if there(run_dir / "probes.csv"):
         try:
             probes = read_probes(run_dir / "probes.csv")
         except ResultsFileError as exc:
@@ -257,7 +287,7 @@ def load_run(run_dir: Path, *, rebuild: bool = True) -> RunData:
 
 
 def is_run_dir(path: Path) -> bool:
-    return path.is_dir() and any(
+    return path.is_dir() and not path.is_symlink() and any(
         (path / f).is_file() for f in ("run.json", "iops.csv", "fill.csv", "probes.csv",
                                        "readscan.csv")
     )
@@ -274,7 +304,8 @@ def run_dirs(drive_dir: Path) -> list[Path]:
 
 
 def is_drive_dir(path: Path) -> bool:
-    return path.is_dir() and ((path / "drive.json").is_file() or bool(run_dirs(path)))
+    return path.is_dir() and not path.is_symlink() and (
+        (path / "drive.json").is_file() or bool(run_dirs(path)))
 
 
 def drive_dirs(root: Path) -> list[Path]:
@@ -290,7 +321,7 @@ def drive_identity(
     problems: list[str] = []
     doc: dict[str, Any] = {}
     path = Path(drive_dir) / "drive.json"
-    if path.is_file():
+    if there(path):
         try:
             doc = read_json(path)
         except ResultsFileError as exc:

@@ -101,7 +101,10 @@ def steady_start_for(meta: dict[str, Any], duration_s: int) -> float:
     run.json ``params`` and ``kind``; ``duration_s``: the rows of iops.csv)."""
     params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
     assert isinstance(params, dict)
-    return steady_window_start(params, str(meta.get("kind") or ""), duration_s)
+    # NaN or Infinity from an edited run.json: as if the parameter were not there
+    finite = {k: v for k, v in params.items()
+              if not (isinstance(v, float) and not math.isfinite(v))}
+    return steady_window_start(finite, str(meta.get("kind") or ""), duration_s)
 
 
 def steady_round_for(meta: dict[str, Any]) -> tuple[int, str | None]:
@@ -122,8 +125,8 @@ def torture_histogram(run_dir: Path, seconds: int) -> LatencyHistogram | None:
     """The torture's latency histogram log (``fio/torture_clat_hist.1.log``, writes) for
     the pooled window percentiles; None when the run has none or it cannot be read."""
     path = run_dir / "fio" / "torture_clat_hist.1.log"
-    if not path.is_file():
-        return None
+    if not path.is_file() or path.is_symlink() or path.parent.is_symlink():
+        return None  # a FIFO would block the log reader; a link points out of the folder
     try:
         return LatencyHistogram(*hist_counts(load_hist_log(path), DDIR["write"], seconds))
     except (OSError, ValueError):  # LogError is a ValueError

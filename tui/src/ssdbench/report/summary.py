@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ssdbench.analysis import Events
+from ssdbench.grade.capacity import drive_capacity
 from ssdbench.report.charts import MB_PER_MIB
 from ssdbench.report.model import DriveReport, RunAnalysis, run_warnings
 from ssdbench.untrusted import csv_row
@@ -86,9 +87,10 @@ def summary_row(report: DriveReport, run: RunAnalysis, meta: dict[str, Any]) -> 
 
 
 def authenticity_cells(meta: dict[str, Any]) -> dict[str, str]:
-    """run.json ``authenticity`` (the fake-capacity check): its verdict and what it holds."""
-    a = meta.get("authenticity")
-    if not isinstance(a, dict) or not isinstance(a.get("verdict"), str):
+    """The drive's fake-capacity verdict (run.json ``authenticity`` and ``capacity_full``,
+    the stronger evidence winning: grade/capacity.py drive_capacity) and what it holds."""
+    a = drive_capacity(meta)
+    if a is None:
         return {"authenticity": "", "real_capacity_bytes": ""}
     real = a.get("real_bytes")
     return {"authenticity": a["verdict"],

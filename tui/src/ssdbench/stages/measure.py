@@ -33,10 +33,14 @@ class FioStage:
 
     name: str
     make_job: Callable[[RunContext], JobFile]
+    # False: a further job of a stage that has started (a TRIM probe's extension,
+    # stages/probe.py): run.json keeps the stage's start and its first job
+    record_start: bool = True
 
     def execute(self, ctx: RunContext) -> None:
         job = self.make_job(ctx)
-        ctx.record.stage_started(self.name, job.relpath)
+        if self.record_start:
+            ctx.record.stage_started(self.name, job.relpath)
         sampler = block_trace(ctx, job)
 
         def on_status(status: LiveStatus) -> None:

@@ -1,0 +1,230 @@
+"""The batch page (issue #45): one printable page of every drive of a kiosk run or a station
+day — serial, model, capacity, grade, capacity verdict, erase method and result, record id —
+for drives handed on in a lot (docs/kiosk.md "The batch page").
+
+Read from the results folder only (each drive folder's run.json files and erase records,
+never followed through a link): a folder from another bench is untrusted, so every string
+goes through the certificate's :func:`~ssdbench.record.render._h` and the page is made by
+the certificate's :func:`~ssdbench.record.render.write_pdf` (its URL fetcher refuses every
+URL; the page has a Content-Security-Policy that loads nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ssdbench import jsonfile
+from ssdbench.devices.host import describe as describe_host
+from ssdbench.grade.capacity import drive_capacity
+from ssdbench.record.render import CSP, _h, write_pdf
+from ssdbench.record.write import RECORD_JSON
+from ssdbench.results import atomic
+from ssdbench.units import decimal_size
+
+BATCH_STEM = "batch"
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    """One drive of the batch, as read from its folder (texts raw: the page escapes)."""
+
+    folder: str
+    serial: str
+    model: str
+    capacity_bytes: int | None
+    grade: str
+    capacity_verdict: str  # drive_capacity's verdict, "" when the plan ran no check
+    fake: bool
+    erase_method: str
+    erase_result: str  # PASS / FAIL from the record, or what happened instead
+    record_id: str
+    started: str
+    problem: str = ""  # why the folder could not be read (whole or in part)
+
+
+def _json(path: Path) -> Mapping[str, Any] | None:
+    try:
+        data = jsonfile.read(path, follow=False)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, Mapping) else None
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def drive_row(drive_dir: Path) -> BatchRow:
+    """One drive folder as a row: its runs' run.json (oldest first; a later run's grade,
+    capacity verdict and erase win) and the erase record of its last erase."""
+    runs: list[tuple[Path, Mapping[str, Any]]] = []
+    unreadable = []
+    for run_dir in sorted(p for p in drive_dir.iterdir() if p.is_dir() and not p.is_symlink()):
+        if not (run_dir / "run.json").exists():
+            continue
+        meta = _json(run_dir / "run.json")
+        if meta is None:
+            unreadable.append(run_dir.name)
+            continue
+        runs.append((run_dir, meta))
+    runs.sort(key=lambda r: _str(r[1].get("started")))
+    drive: Mapping[str, Any] = {}
+    grade = verdict = method = result = record_id = started = ""
+    fake = False
+    for run_dir, meta in runs:
+        d = meta.get("drive")
+        if isinstance(d, Mapping):
+            drive = d
+        started = started or _str(meta.get("started"))
+        g = meta.get("grade")
+        if isinstance(g, Mapping) and isinstance(g.get("grade"), str):
+            grade = g["grade"]
+        cap = drive_capacity(meta)
+        if cap is not None:
+            verdict, fake = str(cap["verdict"]), bool(cap["fake"])
+        erase = meta.get("erase")
+        rec = _json(run_dir / RECORD_JSON) if (run_dir / RECORD_JSON).exists() else None
+        if rec is not None:
+            san = _map(rec.get("sanitization"))
+            res = _map(rec.get("result"))
+            method = _str(san.get("method")) or method
+            result = _str(res.get("status")) or "record without a result"
+            record_id = _str(rec.get("record_id"))
+        elif isinstance(erase, Mapping) or meta.get("kind") == "erase":
+            method = _str((erase or {}).get("method")) if isinstance(erase, Mapping) else ""
+            result = f"no erase record (run {_str(meta.get('state')) or 'unknown'})"
+            record_id = ""
+    size = drive.get("size_bytes")
+    return BatchRow(
+        folder=drive_dir.name, serial=_str(drive.get("serial")), model=_str(drive.get("model")),
+        capacity_bytes=size if type(size) is int else None, grade=grade,
+        capacity_verdict=verdict, fake=fake, erase_method=method,
+        erase_result=result or "not erased", record_id=record_id, started=started,
+        problem=("" if runs else "no readable run.json") if not unreadable else
+        f"unreadable run.json in {', '.join(unreadable)}")
+
+
+def drive_dirs_of_day(root: Path, day: str) -> list[Path]:
+    """The drive folders of ``root`` with a run started on ``day`` (``YYYY-MM-DD``, UTC):
+    a station day."""
+    out = []
+    for d in sorted(root.iterdir()):
+        if not d.is_dir() or d.is_symlink():
+            continue
+        for run in d.glob("*/run.json"):
+            meta = _json(run)
+            if meta is not None and _str(meta.get("started")).startswith(day):
+                out.append(d)
+                break
+    return out
+
+
+_CSS = """
+@page { size: A4 landscape; margin: 10mm 10mm 12mm 10mm;
+        @bottom-center { content: "page " counter(page) " of " counter(pages);
+                         font-size: 7pt; color: #555; } }
+body { font-family: "DejaVu Sans", "Liberation Sans", Arial, sans-serif; font-size: 8.5pt;
+       color: #111; margin: 0; }
+h1 { font-size: 15pt; margin: 0 0 2px 0; }
+.sub { color: #444; font-size: 8.5pt; margin-bottom: 6px; }
+table { border-collapse: collapse; width: 100%; }
+th, td { border: 1px solid #999; padding: 2px 4px; text-align: left; vertical-align: top; }
+th { background: #e8e8e8; }
+tr { break-inside: avoid; page-break-inside: avoid; }
+thead { display: table-header-group; }
+td.num { text-align: right; white-space: nowrap; }
+.mono { font-family: "DejaVu Sans Mono", "Liberation Mono", monospace; font-size: 7.5pt;
+        word-break: break-all; }
+.PASS { color: #0a6b1f; font-weight: bold; }
+.FAIL, .fake { color: #a40000; font-weight: bold; }
+.totals { margin-top: 6px; }
+.sign { display: flex; gap: 12mm; margin-top: 16px; }
+.sign div { flex: 1; border-top: 1px solid #111; padding-top: 2px; font-size: 8pt;
+            color: #333; height: 14mm; }
+"""
+
+COLUMNS = ("#", "Serial", "Model", "Capacity", "Grade", "Capacity check", "Erase method",
+           "Erase result", "Record id")
+
+
+def _cells(n: int, row: BatchRow) -> str:
+    cap = (f"{decimal_size(row.capacity_bytes)}" if row.capacity_bytes is not None
+           else "unknown")
+    verdict = row.capacity_verdict or "not checked"
+    fake_cls = ' class="fake"' if row.fake else ""
+    res_attr = f' class="{row.erase_result}"' if row.erase_result in ("PASS", "FAIL") else ""
+    cells = [
+        f'<td class="num">{n}</td>',
+        f'<td class="mono">{_h(row.serial or "—")}</td>',
+        f"<td>{_h(row.model or '—')}"
+        + (f"<br><i>{_h(row.problem)}</i>" if row.problem else "") + "</td>",
+        f'<td class="num">{_h(cap)}</td>',
+        f"<td>{_h(row.grade or '—')}</td>",
+        f"<td{fake_cls}>{_h(f'FAKE ({verdict})' if row.fake else verdict)}</td>",
+        f"<td>{_h(row.erase_method or '—')}</td>",
+        f"<td{res_attr}>{_h(row.erase_result)}</td>",
+        f'<td class="mono">{_h(row.record_id or "—")}</td>',
+    ]
+    return "<tr>" + "".join(cells) + "</tr>"
+
+
+def batch_html(rows: Iterable[BatchRow], *, title: str, made: str,
+               host: Mapping[str, Any] | None = None, bench: str = "") -> str:
+    """The batch page: ``title`` (the kiosk run or the station day), ``made`` (UTC time),
+    ``host`` (run.json ``host`` of one of the drives: the machine the batch was made in)."""
+    rows = list(rows)
+    said = describe_host(host)
+    machine = "; ".join(x for x in (said["machine"], said["serial"]) if x)
+    passed = sum(r.erase_result == "PASS" for r in rows)
+    failed = sum(r.erase_result == "FAIL" for r in rows)
+    fakes = sum(r.fake for r in rows)
+    total = sum(r.capacity_bytes or 0 for r in rows)
+    parts = [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">",
+        f"<title>Batch — {_h(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>Batch of {len(rows)} drive{'s' if len(rows) != 1 else ''}</h1>",
+        f"<div class=\"sub\">{_h(title)} · made {_h(made)} (UTC)"
+        + (f" · bench {_h(bench)}" if bench else "")
+        + (f"<br>Tested in: {_h(machine)}" if machine else "") + "</div>",
+        "<table><thead><tr>" + "".join(f"<th>{_h(c)}</th>" for c in COLUMNS)
+        + "</tr></thead><tbody>",
+        *(_cells(i, r) for i, r in enumerate(rows, 1)),
+        "</tbody></table>",
+        f"<p class=\"totals\">{len(rows)} drives, {_h(decimal_size(total))} in all; erase "
+        f"PASS {passed}, FAIL {failed}, other {len(rows) - passed - failed}; fake capacity "
+        f"found on {fakes}. Each drive's signed erase record (erase-record.json) and "
+        "certificate are in its folder; this page is a list of them, not a record.</p>",
+        "<div class=\"sign\"><div>Handed on by (name, signature, date)</div>"
+        "<div>Received by (name, signature, date)</div></div>",
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def write_batch(root: Path, drive_dirs: Iterable[Path], *, title: str, made: str,
+                stem: str, bench: str = "", pdf: bool = True) -> tuple[Path, str | None]:
+    """``root/<stem>.html`` and ``.pdf`` for ``drive_dirs``; returns the HTML path and
+    None, or why no PDF was made."""
+    dirs = list(drive_dirs)
+    rows = [drive_row(d) for d in dirs]
+    host = None
+    for d in dirs:  # the machine: run.json host of the first drive that has one
+        for run in sorted(d.glob("*/run.json")):
+            meta = _json(run)
+            if meta is not None and isinstance(meta.get("host"), Mapping):
+                host = meta["host"]
+                break
+        if host is not None:
+            break
+    html = batch_html(rows, title=title, made=made, host=host, bench=bench)
+    path = root / f"{stem}.html"
+    atomic.write_text(path, html)
+    return path, (write_pdf(html, root / f"{stem}.pdf") if pdf else "no PDF: switched off")
