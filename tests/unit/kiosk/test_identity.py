@@ -312,3 +312,46 @@ def test_a_drive_that_replaces_an_identical_one_gets_a_row_of_its_own(tmp_path: 
     rows = st.board.rows()
     assert [(r.name, r.label) for r in rows] == [("sdb", "PASS, removed"), ("sdb", "PASS")]
     assert len(station_lines(rows)) == 2
+
+
+def test_a_twin_plugged_in_while_a_drive_erases_is_named_in_that_drive_s_record(
+        tmp_path: Path) -> None:
+    """sdb erases; sdc with its serial is plugged in meanwhile: sdb's record is built at its
+    erase's end, so it names sdc too (the record read drive.json alone: the twin only on the
+    screen). The job carries the board's answer (RunContext.twins, record/stage.py)."""
+    from ssdbench.record.stage import with_twins
+
+    a, b = drive("sdb", "DUP0001"), drive("sdc", "DUP0001")
+    world = World(plug={2: a, 6: b})
+    cfg = config("all-eligible")
+    assert cfg.station is not None
+    seen: dict[str, tuple[str, ...]] = {}
+    sdc_found = threading.Event()
+    st = Station(Host(ReplayRunner(), world), cfg, cfg.station, discover=world.discover,
+                 job_for=lambda d: DriveJob(d, d.consent_id, build_plan("erase")),
+                 clock=world.clock, poll_s=0.0)
+
+    def start(job: DriveJob) -> DriveOutcome:
+        if job.drive.name == "sdc":
+            sdc_found.set()
+        else:
+            sdc_found.wait(30)  # sdb's record is built after its twin arrived
+        assert job.twins is not None
+        seen[job.drive.name] = tuple(job.twins())
+        return finished(tmp_path / job.drive.name, job.drive, None)
+
+    st.start = start
+    st.run()
+    assert seen == {"sdb": ("sdc",), "sdc": ("sdb",)}
+
+    names: tuple[str, ...] = ("sdc",)
+
+    class Ctx:
+        twins = staticmethod(lambda: names)
+
+    drive_json = {"name": "sdb", "serial": "DUP0001"}
+    assert with_twins(drive_json, Ctx())["serial_shared_with"] == ["sdc"]  # type: ignore[arg-type]
+    assert with_twins({**drive_json, "serial_shared_with": ["sdd"]},
+                      Ctx())["serial_shared_with"] == ["sdc", "sdd"]  # type: ignore[arg-type]
+    names = ()
+    assert "serial_shared_with" not in with_twins(drive_json, Ctx())  # type: ignore[arg-type]

@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from ssdbench import jsonfile
@@ -121,6 +122,11 @@ class StationBoard:
     def row(self, key: str) -> StationRow | None:
         with self._lock:
             return self._rows.get(key)
+
+    def twins_of(self, key: str) -> tuple[str, ...]:
+        """The kernel names of the drives seen reporting the serial of the drive ``key``."""
+        row = self.row(key)
+        return row.shared_with if row is not None else ()
 
     def __call__(self, ev: Progress) -> None:
         with self._lock:
@@ -219,6 +225,8 @@ class Station:
         key = drive.identity.key
         self.seen.add(key)
         self.board.found(drive)
+        if job.twins is None:  # the record names a twin plugged in while this one erases
+            job = replace(job, twins=partial(self.board.twins_of, key))
         thread = threading.Thread(target=self._work, args=(job,), daemon=True,
                                   name=f"station-{drive.name}")
         with self._lock:

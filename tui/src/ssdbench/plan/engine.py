@@ -331,6 +331,7 @@ class _DriveRun:
     journal: Journal | None
     notes: list[str] = field(default_factory=list)
     key: str = ""  # the journal's key of this drive (Journal.key_for: its identity's)
+    twins: Callable[[], Sequence[str]] | None = None  # RunContext.twins
 
     def journal_call(self, fn: Callable[[], None]) -> None:
         try:
@@ -354,6 +355,7 @@ def run_plan(
     report_progress: bool = False,
     svg: bool = True,
     report_apart: bool = False,
+    twins: Callable[[], Sequence[str]] | None = None,
 ) -> DriveOutcome:
     """Every run of ``plan`` on ``drive``, one after the other (each from its own erase).
 
@@ -363,6 +365,7 @@ def run_plan(
     ``report_progress`` the report gets events too (run and stage ``report``: kiosk mode
     copies results to the stick on each event). ``svg``: the charts also as SVG.
     ``report_apart``: the report drawn by a process of its own (:func:`render_apart`).
+    ``twins``: the other drives reporting this drive's serial as known now (RunContext).
     """
     check_consent(drive, plan, consent)
     cancel = cancel or threading.Event()
@@ -371,7 +374,8 @@ def run_plan(
     tools = tools_record(host, plan.params)
     resolve = _resolve(host, drive.path)
 
-    ctx = _DriveRun(host, drive, plan, Path(results_root), progress, cancel, journal)
+    ctx = _DriveRun(host, drive, plan, Path(results_root), progress, cancel, journal,
+                    twins=twins)
     # the journal knows a drive by its identity, never by its serial alone (two drives
     # may report one serial): resume continues the entry of exactly this identity
     identity = drive.identity.to_json()
@@ -541,6 +545,7 @@ def _one_run(ctx: _DriveRun, drive_dir: Path, spec: RunSpec, *, tools: dict[str,
         target=target, params=params, record=record, progress=ctx.progress,
         cancel=ctx.cancel, secure_erase=secure_erase_hook(drive, ctx.root), on_stage=on_stage,
         watch=None if watch is None else partial(watch.sample, run_dir=run_dir),
+        twins=ctx.twins,
     )
     state = run_stages(run_ctx, stages_for(spec.kind, op_percent=spec.op_percent))
     error = record.data.get("error")
@@ -608,6 +613,9 @@ class DriveJob:
     consent: str | None
     plan: Plan
     resume: bool = False
+    # the other drives that report its serial as known now (a station's board: a twin
+    # plugged in after this drive started is named in its record too)
+    twins: Callable[[], Sequence[str]] | None = None
 
 
 def run_job(host: Host, job: DriveJob, *, results_root: Path,
@@ -620,7 +628,7 @@ def run_job(host: Host, job: DriveJob, *, results_root: Path,
         return run_plan(
             host, job.drive, job.plan, results_root=results_root, consent=job.consent,
             progress=progress, cancel=cancel, journal=journal, resume=job.resume, cpu=cpu,
-            report_progress=report_progress, svg=svg)
+            report_progress=report_progress, svg=svg, twins=job.twins)
     except Refused as exc:
         return DriveOutcome(job.drive.name, job.drive.consent_id, None,
                             (RunOutcome("-", "failed", str(exc), None),))

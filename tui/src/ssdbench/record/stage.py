@@ -87,6 +87,21 @@ def bench_name(host: Host, hostname: str | None = None) -> str:
     return path_part(name or hostname or socket.gethostname())
 
 
+def with_twins(drive: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
+    """``drive`` with every drive that reports its serial: those present at its start
+    (drive.json) and those a station saw since (``ctx.twins``: a twin plugged in while this
+    one erased is named in both records, #42)."""
+    had = drive.get("serial_shared_with")
+    names = {str(n) for n in had} if isinstance(had, list) else set()
+    if ctx.twins is not None:
+        try:
+            names |= {str(n) for n in ctx.twins()}
+        except Exception:  # the front end's board must not stop a record
+            pass
+    names.discard(str(drive.get("name") or ""))
+    return {**drive, "serial_shared_with": sorted(names)} if names else drive
+
+
 def _discovered(ctx: RunContext) -> dict[str, Any]:
     """Discovery's full identity of the drive (drive.json "drive", written by the engine
     before the first run; run.json "drive" holds only a summary)."""
@@ -191,6 +206,7 @@ class CertifiedEraseStage:
 
     def execute(self, ctx: RunContext) -> None:
         drive = {**(ctx.record.data.get("drive") or {}), **_discovered(ctx)}
+        drive = with_twins(drive, ctx)
         transport = str(drive.get("transport") or "")
         t0, wall0 = time.monotonic(), time.time()
         hidden: dict[str, Any] = {}

@@ -93,6 +93,9 @@ class RunContext:
     """Called with (stage, state) at every stage transition (the journal)."""
     watch: Callable[[str], AbstractContextManager[object]] | None = None
     """Around every stage (the drive's temperature during tortures and probes)."""
+    twins: Callable[[], Sequence[str]] | None = None
+    """The kernel names of the other drives that report this drive's serial, as known now
+    (a station names a twin plugged in after this drive started: its record names it)."""
 
     def transition(self, stage: str, state: str) -> None:
         if self.on_stage is not None:
