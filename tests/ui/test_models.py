@@ -169,3 +169,23 @@ def test_chart_shows_mib_s_for_sequential_and_iops_for_random_stages() -> None:
     st.apply(Progress("sdb", "r", "fill", "done"))
     st.apply(Progress("sdb", "r", "torture", "running", elapsed_s=1, iops=9e4, mib_s=350.0))
     assert chart_series(st) == ([9e4], "IOPS")
+
+
+def test_the_plan_form_offers_a_clear_by_overwrite_where_no_secure_erase_exists() -> None:
+    """#44: a drive without a firmware erase (a loop device here, a USB bridge or a frozen
+    drive on a bench) can be Cleared by one overwrite pass from the plan screen; the refusal
+    names the choice, and the estimate counts the pass at the drive's write speed."""
+    from ssdbench.ui.engine import ERASE_CHOICES, ERASE_OVERWRITE
+    from ssdbench.ui.estimate import DISCARD_S, erase_seconds, expected_speed
+
+    assert ("secure erase, else Clear by overwrite", ERASE_OVERWRITE) in ERASE_CHOICES
+    drive = loop_drive()
+    values = {"torture_seconds": "60", "op_levels": "0", "probe_gib": "0.5",
+              "fill_passes": "1", "trim_torture_seconds": "60"}
+    with pytest.raises(ParamError, match="Clear by overwrite"):
+        build_plan("quick", values, "fail", [drive])
+    plan = build_plan("erase", {}, ERASE_OVERWRITE, [drive])
+    assert plan.params.erase_fallback == "overwrite"
+    seconds = erase_seconds(drive, ERASE_OVERWRITE)
+    assert seconds == pytest.approx(drive.size_bytes / (expected_speed(drive)[0] * 2**20))
+    assert erase_seconds(drive, "discard") == DISCARD_S

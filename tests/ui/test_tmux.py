@@ -187,6 +187,7 @@ def test_quick_plan_in_tmux_at_80x25(loop_device: str,
     # the plan form: discard, OP 0, 3 s tortures, 4 MiB probes
     screen.key("Tab")
     screen.key("Enter")
+    screen.key("Down")  # past "secure erase, else Clear by overwrite"
     screen.key("Down")
     s = screen.key("Enter", until="secure erase, else discard")
     s = shrink_quick_plan(screen, 10)

@@ -34,11 +34,14 @@ from ssdbench.system import (
 )
 
 # Erase choices (RunParams.erase_fallback): the engine always uses the best secure method a
-# drive has; without one, "fail" stops the run and "discard" discards the span instead.
+# drive has; without one, "fail" stops the run, "overwrite" Clears it by one overwrite pass
+# (erase/overwrite.py: NIST SP 800-88 Clear) and "discard" discards the span instead.
 ERASE_SECURE = "fail"
 ERASE_DISCARD = "discard"
+ERASE_OVERWRITE = "overwrite"
 ERASE_CHOICES = (
     ("secure erase (fail without one)", ERASE_SECURE),
+    ("secure erase, else Clear by overwrite", ERASE_OVERWRITE),
     ("secure erase, else discard (not secure-erased)", ERASE_DISCARD),
 )
 

@@ -2,6 +2,7 @@
 
     total = Σ over the plan's runs of  erase + fill + torture + probes + trim  (destructive)
           | read scan + random read                                          (diagnose)
+          | 4 (8 with speed_writes) × (speed_ramp_seconds + speed_seconds)    (speed)
 
     span       = size × (100 − op) / 100
     erase      = no secure method: 10 s (discard); ATA: the drive's own erase estimate
@@ -70,8 +71,11 @@ def expected_speed(drive: Drive) -> tuple[float, float]:
 
 
 def erase_seconds(drive: Drive, erase_fallback: str) -> float:
-    """The engine uses the best secure method the drive has; without one, discard."""
+    """The engine uses the best secure method the drive has; without one, discard, or with
+    erase_fallback "overwrite" one pass over the drive at its write speed."""
     if not drive.erase_methods:
+        if erase_fallback == "overwrite" and drive.size_bytes:
+            return drive.size_bytes / (expected_speed(drive)[0] * MIB)
         return DISCARD_S
     sec = drive.ata_security
     if sec is not None and drive.nvme is None:
@@ -94,6 +98,11 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
         if kind == "diagnose":
             parts.append((f"{label}/readscan", drive.size_bytes / MIB / read))
             parts.append((f"{label}/randread", float(params.random_read_seconds)))
+            continue
+        if kind == "speed":  # four corners (eight with the writes), each ramp + measured
+            corners = 8 if params.speed_writes else 4
+            parts.append((f"{label}/speed", float(corners * (params.speed_ramp_seconds
+                                                             + params.speed_seconds))))
             continue
         if kind == "grade":  # the drive's self-test (its own estimate is read when it
             # starts), then two smartctl reads

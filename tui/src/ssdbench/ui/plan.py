@@ -113,7 +113,9 @@ def build_plan(preset: str, values: dict[str, str], erase_fallback: str,
         if none:
             raise ParamError("no secure erase on " + ", ".join(none) + " (virtual disk, "
                              "USB bridge or no erase command): choose \"secure erase, else "
-                             "discard\" to test it without a secure erase")
+                             "Clear by overwrite\" to Clear it by one overwrite pass, or "
+                             "\"secure erase, else discard\" to test it without a secure "
+                             "erase")
     return plan
 
 
