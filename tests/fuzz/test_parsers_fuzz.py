@@ -24,6 +24,7 @@ from ssdbench.erase import hidden
 from ssdbench.fio import status
 from ssdbench.grade.counters import parse_smartctl_grade
 from ssdbench.grade.rules import grade_drive
+from ssdbench.grade.scsi import parse_scsi_health
 from ssdbench.grade.selftest import parse_nvme_self_test_log, parse_smartctl_capabilities
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -96,6 +97,11 @@ PARSERS: dict[str, tuple[Parser, list[Path]]] = {
         "fixtures/smart/smartctl-*.json")),
     "smartctl grade, graded (JSON)": (_json_body(lambda t: grade_drive(
         parse_smartctl_grade(t))), _files("fixtures/smart/smartctl-*.json")),
+    # #44: the SAS/SCSI captures' log pages (grade/scsi.py), the one without a smartctl
+    # member included
+    "smartctl SCSI health (JSON)": (_json_body(lambda t: parse_scsi_health(
+        nvme.load_json_object(t, "smartctl"))), _files(
+        "fixtures/smart/smartctl-*scsi*.json", "fixtures/smart/smartctl-*sas-*.json")),
     "nvme self-test-log -o json": (parse_nvme_self_test_log, _files(
         "fixtures/selftest/nvme-self-test-log-json_*")),
     "smartctl -c": (parse_smartctl_capabilities, _files(

@@ -322,10 +322,16 @@ def parse_smartctl_json(text: str) -> tuple[SmartSnapshot, SmartIdentity]:
         passed=passed if isinstance(passed, bool) else None,
         temperature_c=_int(dig(obj, "temperature", "current")),
         power_on_hours=counter(dig(obj, "power_on_time", "hours"), "power_on_time.hours"),
-        percentage_used=counter(nvme_log.get("percentage_used"), "percentage_used"),
+        # NVMe's, else a SAS SSD's endurance indicator (one byte: it may exceed 100)
+        percentage_used=counter(nvme_log.get("percentage_used"), "percentage_used")
+        if "percentage_used" in nvme_log else counter(
+            obj.get("scsi_percentage_used_endurance_indicator"),
+            "scsi_percentage_used_endurance_indicator", 255),
         available_spare=counter(nvme_log.get("available_spare"), "available_spare"),
         media_errors=counter(nvme_log.get("media_errors"), "media_errors"),
-        reallocated_sectors=realloc,
+        # ATA 5, else a SCSI drive's grown defect list (its reallocated blocks; a uint32)
+        reallocated_sectors=realloc if realloc is not None else counter(
+            obj.get("scsi_grown_defect_list"), "scsi_grown_defect_list", 2**32 - 1),
         exit_status=exit_status,
         messages=messages,
     )

@@ -1,5 +1,5 @@
-"""What grading reads from a drive: ``smartctl -j -x`` (smartmontools 7.x), ATA or NVMe,
-parsed into one frozen dataclass (docs/grading.md).
+"""What grading reads from a drive: ``smartctl -j -x`` (smartmontools 7.x), ATA, NVMe or
+SAS/SCSI (its log pages: grade/scsi.py), parsed into one frozen dataclass (docs/grading.md).
 
 Every value is untrusted: a counter that is not a JSON integer is unknown (None), never 0;
 one that is a number no drive reports (negative, wider than smartctl's 128 bits, infinite)
@@ -19,6 +19,7 @@ from typing import Any
 from ssdbench.devices.model import ParseError
 from ssdbench.devices.nvme import load_json_object
 from ssdbench.devices.smart import attribute_count, counter, dig
+from ssdbench.grade.scsi import ScsiHealth, is_scsi, parse_scsi_health
 
 # ATA attribute IDs (raw values): Backblaze's five failure predictors and the cable's CRC
 REALLOCATED, REPORTED_UNCORRECTABLE, COMMAND_TIMEOUT = 5, 187, 188
@@ -89,6 +90,9 @@ class GradeInputs:
     reported_bytes: int | None = None
     namespace_bytes: tuple[int | None, int | None, int | None] = (None, None, None)
     warnings: tuple[str, ...] = ()  # what smartctl said went wrong while reading
+    # SAS/SCSI: the log pages smartctl read (grade/scsi.py); percentage_used and self_test
+    # above hold its endurance indicator and latest self-test
+    scsi: ScsiHealth | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -167,6 +171,23 @@ def _nvme_self_test(obj: dict[str, Any]) -> SelfTest | None:
                     whole(entry.get("power_on_hours")))
 
 
+def _scsi_inputs(obj: dict[str, Any], common: dict[str, Any], said: str) -> GradeInputs:
+    """A SAS/SCSI drive's log pages as grading inputs (grade/scsi.py); "not gradable" when
+    smartctl read none of them."""
+    health = parse_scsi_health(obj)
+    if not health.has_health_data:
+        return GradeInputs(False, "a SAS/SCSI drive that gave smartctl no health data (no "
+                                  "health status, error counter log, grown defect list, "
+                                  "endurance indicator or self-test log)"
+                           + (f": {said}" if said else ""), transport="scsi")
+    latest = health.self_tests[0] if health.self_tests else None
+    return GradeInputs(
+        True, transport="scsi", **common, percentage_used=health.percentage_used,
+        self_test=None if latest is None else SelfTest(
+            latest.kind, latest.passed, latest.status, latest.power_on_hours),
+        scsi=health)
+
+
 def parse_smartctl_grade(text: str) -> GradeInputs:
     """``smartctl -j -x DEV``'s JSON as grading inputs; a drive smartctl could not read
     (its exit status's bits 0-2, no SMART, a USB bridge without SAT) is not available,
@@ -188,7 +209,9 @@ def parse_smartctl_grade(text: str) -> GradeInputs:
                 "checksum was bad; graded on what it read",) if (status or 0) & 0x04 else ()
     if dig(obj, "smart_support", "available") is False:
         return GradeInputs(False, "the drive has no SMART")
-    if dig(obj, "smart_support", "enabled") is False:
+    # on SCSI, "enabled" is the informational exceptions mode page's DEXCPT bit: its log
+    # pages are read all the same (grade/scsi.py notes it)
+    if dig(obj, "smart_support", "enabled") is False and not is_scsi(obj):
         return GradeInputs(False, "SMART is disabled on the drive (smartctl -s on enables it)")
     nvme = dig(obj, "nvme_smart_health_information_log")
     attrs = _attributes(obj)
@@ -223,9 +246,9 @@ def parse_smartctl_grade(text: str) -> GradeInputs:
             error_log_entries=log("num_err_log_entries"),
             unsafe_shutdowns=log("unsafe_shutdowns"),
             self_test=_nvme_self_test(obj))
+    if not attrs and is_scsi(obj):
+        return _scsi_inputs(obj, common, said)
     if not attrs:
-        if dig(obj, "scsi_grown_defect_list") is not None or dig(obj, "scsi_model_name"):
-            return GradeInputs(False, "a SCSI/SAS drive: its health log is not graded yet")
         return GradeInputs(False, "smartctl gave no SMART attributes and no NVMe health log "
                                   + (f"({said})" if said else "(a USB bridge without "
                                      "ATA pass-through?)"))

@@ -22,6 +22,10 @@ from ssdbench.grade.counters import GradeInputs
 
 REUSE, NOTE, NOT_GRADABLE, SCRAP = "reuse", "reuse, with a note", "not gradable", "scrap"
 _ORDER = {REUSE: 0, NOTE: 1, NOT_GRADABLE: 2, SCRAP: 3}
+# SCSI informational exception warnings (ASC 0Bh, SPC-6) that mean bad media: ASCQ 3
+# background self-test failed, 4 background pre-scan and 5 background medium scan detected
+# a medium error
+SCSI_WARNINGS_SCRAP = frozenset({3, 4, 5})
 # NVMe critical warning bits (NVMe base specification, SMART / Health Information log)
 _CRITICAL = {0: ("available spare below its threshold", SCRAP),
              1: ("temperature outside its thresholds", NOTE),
@@ -35,7 +39,7 @@ _CRITICAL = {0: ("available spare below its threshold", SCRAP),
 class Thresholds:
     """When a counter turns a note into scrap (docs/grading.md "Thresholds")."""
 
-    reallocated_scrap: int = 100  # ATA 5: > 0 a note, at or above this scrap
+    reallocated_scrap: int = 100  # ATA 5, SCSI grown defects: > 0 a note, at or above scrap
     reported_uncorrectable_scrap: int = 10  # ATA 187: > 0 a note
     media_errors_scrap: int = 10  # NVMe media and data integrity errors: > 0 a note
     wear_note_percent: int = 80  # rated life used (NVMe percentage used, ATA wear)
@@ -81,8 +85,7 @@ def grade_drive(inputs: GradeInputs, limits: Thresholds | None = None, *,
         out.append(Reason(grade, text, counter, value, threshold))
 
     if inputs.smart_passed is False:
-        add(SCRAP, "the drive's own SMART overall assessment says FAILED", "smart_status",
-            "failed")
+        add(*_failed_verdict(inputs), "smart_status", "failed")
     for name in inputs.failing_now:
         add(SCRAP, f"attribute {name} is at or below the drive's own failure threshold",
             name, "now")
@@ -91,6 +94,7 @@ def grade_drive(inputs: GradeInputs, limits: Thresholds | None = None, *,
                   "earlier in the drive's life)", name, "past")
     _ata_counters(inputs, t, add)
     _nvme_counters(inputs, t, add)
+    _scsi_counters(inputs, t, add)
     _wear(inputs, t, add)
     if inputs.power_on_hours is not None and inputs.power_on_hours >= t.power_on_hours_note:
         add(NOTE, f"{inputs.power_on_hours:,} power-on hours "
@@ -133,6 +137,54 @@ def _ata_counters(i: GradeInputs, t: Thresholds, add: Any) -> None:
         add(NOTE, f"{i.crc_errors} interface CRC errors: a cable or connector fault, not the "
                   "drive's (not counted against it; reseat or replace the cable)",
             "crc_errors", i.crc_errors)
+
+
+def _failed_verdict(i: GradeInputs) -> tuple[str, str]:
+    """The grade and words of a FAILED health status. On SCSI smartctl says FAILED for any
+    informational exception it has words for (lib/scsicmds.cpp scsiGetIEString()): a failure
+    prediction (ASC 5Dh) is scrap; a warning (ASC 0Bh) is scrap where it found bad media or a
+    failed background self-test (ASCQ 3, 4, 5), else a note (a temperature or humidity limit,
+    a degraded non-volatile cache, ...), as is 5Dh/FFh, a test of the mechanism ("false")."""
+    s = i.scsi
+    if s is None:
+        return SCRAP, "the drive's own SMART overall assessment says FAILED"
+    said = s.ie_string or "no words given"
+    code = (f" (asc {s.ie_asc:#04x}, ascq {s.ie_ascq:#04x})"
+            if s.ie_asc is not None and s.ie_ascq is not None else "")
+    text = f"the drive's own health status (SCSI informational exceptions) says FAILED: " \
+           f"{said}{code}"
+    warning = (s.ie_asc == 0x0B and s.ie_ascq not in SCSI_WARNINGS_SCRAP) or (
+        s.ie_asc == 0x5D and s.ie_ascq == 0xFF)
+    if warning:
+        return NOTE, text + ": a warning, not a predicted failure"
+    return SCRAP, text
+
+
+def _scsi_counters(i: GradeInputs, t: Thresholds, add: Any) -> None:
+    """SAS/SCSI log pages (docs/grading.md "SAS and SCSI drives")."""
+    s = i.scsi
+    if s is None:
+        return
+    if i.smart_passed is None:
+        add(NOTE, "the drive reported no health status (SCSI informational exceptions): "
+                  "graded on its counters alone", "smart_status", "absent")
+    if s.exceptions_enabled is False:
+        add(NOTE, "the drive's failure-prediction reporting is disabled (informational "
+                  "exceptions, DEXCPT set; smartctl -s on enables it): its health status may "
+                  "not warn", "smart_support", "disabled")
+    if s.pending_defects:
+        add(SCRAP, f"{s.pending_defects} pending defects: blocks the drive could not read, "
+                   "waiting to be reallocated", "pending_defects", s.pending_defects, 0)
+    if s.uncorrected:
+        pages = ", ".join(f"{c.page} {c.uncorrected:,}" for c in s.error_counters
+                          if c.uncorrected)
+        add(SCRAP, f"{s.uncorrected:,} uncorrected errors ({pages}): blocks the drive could "
+                   "not recover", "uncorrected_errors", s.uncorrected, 0)
+    if s.grown_defects:
+        scrap = s.grown_defects >= t.reallocated_scrap
+        add(SCRAP if scrap else NOTE, f"{s.grown_defects:,} defects in the grown defect list "
+                                      "(blocks reallocated since it left the factory)",
+            "grown_defects", s.grown_defects, t.reallocated_scrap)
 
 
 def _nvme_counters(i: GradeInputs, t: Thresholds, add: Any) -> None:
