@@ -25,7 +25,9 @@ def test_each_documented_key_is_accepted(key: str) -> None:
     values = {"plan": "diagnose", "select": "all-eligible", "destroy": "all-eligible",
               "on_finish": "stay", "svg": False, "params": {},
               "store": {"kind": "http", "endpoint": "https://dav.lab.example"},
-              "station": {"idle_minutes": 5}}
+              "station": {"idle_minutes": 5},
+              "speed": {"class": {"X.*": {"seq1m_q8t1_read": 500, "seq1m_q1t1_read": 400,
+                                          "rnd4k_q32t16_read": 300, "rnd4k_q1t1_read": 40}}}}
     needs = {"plan": "erase"} if key == "station" else {}  # station mode runs the erase plan
     parse_config({**needs, key: values[key], "destroy": "all-eligible"})
 

@@ -31,6 +31,7 @@ def test_presets_load_and_say_what_they_run() -> None:
         "iops": ["iops"],
         "throughput": ["throughput"],
         "latency": ["latency"],
+        "speed": ["speed"],
     }
     assert all(preset(p).destructive for p in ("iops", "throughput", "latency"))
     assert not preset("diagnose").destructive and preset("trim").destructive

@@ -386,3 +386,44 @@ def rounds_job(target: JobTarget, *, stage: str, workloads: Sequence[Workload],
     direction = "write" if writes else "read"
     return JobFile(stage, "\n".join(lines) + "\n", direction, seconds * len(workloads), None,
                    read_only=not writes)
+
+
+def speed_job(
+    target: JobTarget, *, stage: str, block_size: str, sequential: bool, iodepth: int,
+    numjobs: int, seconds: int, ramp_seconds: int, size_bytes: int, write: bool = False,
+) -> JobFile:
+    """One corner of the speed plan (CrystalDiskMark's: SEQ1M Q8T1, SEQ1M Q1T1, RND4K
+    Q32T16, RND4K Q1T1): ``numjobs`` threads at ``iodepth`` each, over the first
+    ``size_bytes`` of the span (each thread its own copy of the region, as CrystalDiskMark's
+    threads share its one test file), ``ramp_seconds`` not counted, then ``seconds``
+    measured. Reads are started with fio --readonly (fio refuses any write); writes
+    (``write``) write fresh incompressible data."""
+    bs = parse_block_size(block_size)
+    size = min(size_bytes, target.span_bytes)
+    size -= size % bs
+    if size <= 0:
+        raise ValueError(f"the speed region ({size_bytes} B) is smaller than one block "
+                         f"({bs} B)")
+    if seconds < 1 or ramp_seconds < 0 or iodepth < 1 or numjobs < 1:
+        raise ValueError("a speed corner needs a runtime of at least 1 s, a ramp of at "
+                         "least 0 s, and a queue depth and thread count of at least 1")
+    prefix = "" if sequential else "rand"
+    rw = f"{prefix}{'write' if write else 'read'}"
+    options: list[tuple[str, object]] = [
+        ("rw", rw),
+        ("bs", block_size),
+        ("iodepth", iodepth),
+        ("numjobs", numjobs),
+        ("size", size),
+        *([] if sequential else [("norandommap", 1)]),
+        ("randrepeat", 0),
+        *([("refill_buffers", 1)] if write else []),
+        ("time_based", 1),
+        ("ramp_time", f"{ramp_seconds}s"),
+        ("runtime", f"{seconds}s"),
+    ]
+    text = _render(stage, target, options,
+                   f"speed corner: {rw} {block_size} Q{iodepth}T{numjobs}, {ramp_seconds} s "
+                   f"ramp + {seconds} s", write)
+    direction = "write" if write else "read"
+    return JobFile(stage, text, direction, ramp_seconds + seconds, None, read_only=not write)

@@ -13,7 +13,7 @@ Search order (the first that exists wins):
 A config that fails validation raises :class:`ConfigError` naming the key and the expected
 form; nothing destructive runs then.  Example (shipped as ``ssdbench.toml.example``)::
 
-    plan = "quick"                 # review | quick | trim | diagnose
+    plan = "quick"                 # review | quick | trim | diagnose | speed | ...
     select = "all-eligible"        # or ["serial:S4EVNX0R123456", "model:Samsung SSD 870*"]
     destroy = "all-eligible"       # or ["S4EVNX0R123456"]: consent, by serial
     on_finish = "poweroff"         # poweroff | reboot | stay
@@ -46,10 +46,12 @@ from typing import Any, Literal
 from ssdbench.lab.config import StoreConfig, StoreConfigError, parse_store
 from ssdbench.lab.fetch import FetchError, UrlError, get, looks_like_url, parse_url, shown
 from ssdbench.plan.plans import PRESETS
+from ssdbench.stages.speedclass import SpeedClass, SpeedClassError, parse_classes
 from ssdbench.untrusted import shown as shown_text
 
 PLANS = PRESETS  # the shipped presets (plan/plans.py); a kiosk names one
-READ_ONLY_PLANS = ("diagnose", "grade")  # no `destroy` needed: nothing is written
+# no `destroy` needed: nothing is written (speed: unless [params] speed_writes = true)
+READ_ONLY_PLANS = ("diagnose", "grade", "speed")
 ON_FINISH = ("poweroff", "reboot", "stay")
 ALL_ELIGIBLE = "all-eligible"
 CONFIG_NAME = "ssdbench.toml"
@@ -101,14 +103,16 @@ class KioskConfig:
     destroy_all: bool = False
     destroy_serials: tuple[str, ...] = ()
     on_finish: str = "stay"
-    params: Mapping[str, Scalar] = field(default_factory=dict)
+    # [params], and the [speed.class."MODEL REGEX"] table as params["speed_classes"]
+    params: Mapping[str, object] = field(default_factory=dict)
     svg: bool = True
     store: StoreConfig | None = None  # [store]: results also to a lab's store (docs/lab.md)
     station: StationConfig | None = None  # [station]: erase drives plugged in later
 
     @property
     def destructive(self) -> bool:
-        return self.plan not in READ_ONLY_PLANS
+        return self.plan not in READ_ONLY_PLANS or (
+            self.plan == "speed" and _true(self.params.get("speed_writes", False)))
 
     def selects(self, serial: str, model: str) -> bool:
         """Whether a drive (that is not protected) is chosen by `select`."""
@@ -126,7 +130,7 @@ class KioskConfig:
 
 
 # every top-level key the validator accepts (docs/kiosk.md "Config keys" lists each)
-KEYS = ("plan", "select", "destroy", "on_finish", "svg", "params", "store", "station")
+KEYS = ("plan", "select", "destroy", "on_finish", "svg", "params", "store", "station", "speed")
 STATION_KEYS = ("idle_minutes", "drives")
 
 
@@ -179,7 +183,19 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml",
         if isinstance(destroy, str):
             raise ConfigError(source, "destroy", f"expected {form}, got {destroy!r}")
         destroy_serials = _string_list(source, "destroy", destroy, form)
-    if plan not in READ_ONLY_PLANS and destroy is None:
+    params = data.get("params", {})
+    if not isinstance(params, dict):
+        raise ConfigError(source, "params", "expected a table: [params] with key = value lines")
+    for key, value in params.items():
+        if not isinstance(value, str | int | float | bool):
+            raise ConfigError(
+                source, f"params.{key}", f"expected a number, string or boolean, got {value!r}"
+            )
+    params = dict(params)
+    if "speed" in data:  # the lab's speed class table (docs/kiosk.md "Speed classes")
+        params["speed_classes"] = _speed_classes(source, data["speed"])
+    writes = plan == "speed" and _true(params.get("speed_writes", False))
+    if (plan not in READ_ONLY_PLANS or writes) and destroy is None:
         raise ConfigError(
             source, "destroy",
             f'plan "{plan}" erases and writes drives: say which with '
@@ -195,15 +211,6 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml",
     svg = data.get("svg", True)
     if not isinstance(svg, bool):
         raise ConfigError(source, "svg", f"expected true or false, got {svg!r}")
-
-    params = data.get("params", {})
-    if not isinstance(params, dict):
-        raise ConfigError(source, "params", "expected a table: [params] with key = value lines")
-    for key, value in params.items():
-        if not isinstance(value, str | int | float | bool):
-            raise ConfigError(
-                source, f"params.{key}", f"expected a number, string or boolean, got {value!r}"
-            )
 
     store = None
     if "store" in data:
@@ -222,11 +229,25 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml",
         destroy_all=destroy_all,
         destroy_serials=tuple(destroy_serials),
         on_finish=on_finish,
-        params=dict(params),
+        params=params,
         svg=svg,
         store=store,
         station=station,
     )
+
+
+def _true(value: object) -> bool:
+    """speed_writes as RunParams reads it (true, yes, 1, on)."""
+    return value is True or str(value).strip().lower() in ("true", "yes", "1", "on")
+
+
+def _speed_classes(source: str, table: object) -> tuple[SpeedClass, ...]:
+    if not isinstance(table, dict) or set(table) - {"class"}:
+        raise ConfigError(source, "speed", 'expected [speed.class."MODEL REGEX"] tables only')
+    try:
+        return parse_classes(table.get("class", {}), source)
+    except SpeedClassError as exc:
+        raise ConfigError(source, "speed.class", str(exc).split(": ", 1)[-1]) from None
 
 
 def _station(source: str, table: object, plan: str) -> StationConfig:

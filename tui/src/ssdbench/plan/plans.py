@@ -10,7 +10,7 @@ plan that mixes read-only and destructive runs raises :class:`PlanError` naming 
     torture_seconds = 60
     [[runs]]
     kind = "consistency"        # consistency | trim | diagnose | erase | grade | authenticity
-                                # | wsat | hir | iops | throughput | latency
+                                # | wsat | hir | iops | throughput | latency | speed
     op_percent = 25             # consistency only; 0..90
 """
 
@@ -27,10 +27,11 @@ from ssdbench.results.layout import run_name
 from ssdbench.stages.params import ParamError, RunParams, load_config, parse_set
 
 PRESETS = ("review", "quick", "trim", "diagnose", "erase", "grade", "intake", "wsat", "hir",
-           "iops", "throughput", "latency")
+           "iops", "throughput", "latency", "speed")
 KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity", "wsat", "hir",
-         "iops", "throughput", "latency")
-READ_ONLY_KINDS = ("diagnose", "grade")  # never open the drive for writing
+         "iops", "throughput", "latency", "speed")
+# never open the drive for writing (speed: unless its speed_writes is set, Plan.destructive)
+READ_ONLY_KINDS = ("diagnose", "grade", "speed")
 _PLAN_KEYS = {"name", "description", "params", "runs"}
 _RUN_KEYS = {"kind", "op_percent"}
 
@@ -63,7 +64,8 @@ class Plan:
 
     @property
     def destructive(self) -> bool:
-        return any(r.kind not in READ_ONLY_KINDS for r in self.runs)
+        return any(r.kind not in READ_ONLY_KINDS
+                   or (r.kind == "speed" and self.params.speed_writes) for r in self.runs)
 
     def params_for(self, run: RunSpec) -> RunParams:
         """The effective parameters of one run (its op_percent filled in)."""
@@ -129,8 +131,8 @@ def parse_plan(data: Mapping[str, Any], source: str) -> Plan:
             raise PlanError(f"{source}: `runs`: run {n!r} appears twice")
     kinds = {r.kind for r in runs}
     if kinds & set(READ_ONLY_KINDS) and not kinds <= set(READ_ONLY_KINDS):
-        raise PlanError(f"{source}: `runs`: a diagnose or grade run is read-only and cannot "
-                        "share a plan with destructive runs")
+        raise PlanError(f"{source}: `runs`: a diagnose, grade or speed run is read-only and "
+                        "cannot share a plan with destructive runs")
     params_raw = data.get("params", {})
     if not isinstance(params_raw, dict):
         raise PlanError(f"{source}: `params`: expected a table")

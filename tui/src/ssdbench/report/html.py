@@ -708,6 +708,58 @@ def grade_html(meta: Mapping[str, Any]) -> str:
     return out
 
 
+def _finite(value: Any) -> float | None:
+    """A number run.json holds (read back: untrusted), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _speed_verdict_text(corner: Mapping[str, Any]) -> str:
+    verdict = corner.get("verdict")
+    below = _finite(corner.get("below_percent"))
+    if verdict == "below" and below is not None:
+        return f"below by {below:.0f}%"
+    return {"as fast": "as fast", "no reference": "no reference",
+            "not measured": "not measured"}.get(str(verdict), "—")
+
+
+def speed_html(meta: Mapping[str, Any]) -> str:
+    """run.json ``speed`` (the speed plan): the verdict, then the four corners (and the
+    writes) with the drive's temperature beside each figure and its class's figure."""
+    sp = _mapping(meta.get("speed"))
+    corners = [c for c in sp.get("corners") or [] if isinstance(c, dict)]
+    if not corners:
+        return ""
+    v = _mapping(sp.get("verdict"))
+    text = v.get("text") if isinstance(v.get("text"), str) else "not finished"
+    cls = {"as fast": "g-reuse", "below": "g-scrap"}.get(str(v.get("verdict")), "")
+    klass = v.get("class")
+    out = (f"<h3>Speed</h3><p><span class=\"verdict {cls}\">{esc(text)}</span>"
+           + (f" <span class=\"small\">class {esc(klass)}, tolerance "
+              f"{num(_finite(v.get('tolerance_percent')), 0)}%</span>"
+              if isinstance(klass, str) else "") + "</p>")
+
+    def temps(c: Mapping[str, Any]) -> str:
+        a, b = _finite(c.get("temperature_start_c")), _finite(c.get("temperature_end_c"))
+        return "—" if a is None and b is None else f"{num(a, 0)} → {num(b, 0)} °C"
+
+    out += table(["corner", "", "MB/s", "IOPS", "mean latency (µs)", "temperature",
+                  "class MB/s", "vs class"],
+                 [[c.get("label"), c.get("direction"), _finite(c.get("mb_s")),
+                   _finite(c.get("iops")), _finite(c.get("mean_latency_us")), temps(c),
+                   _finite(c.get("reference_mb_s")), _speed_verdict_text(c)]
+                  for c in corners])
+    region = _finite(sp.get("region_bytes"))
+    out += (f"<p class=\"small\">MB/s: 10<sup>6</sup> bytes a second (CrystalDiskMark's). "
+            f"Each corner {num(_finite(sp.get('seconds')), 0)} s after a "
+            f"{num(_finite(sp.get('ramp_seconds')), 0)} s ramp, over the first "
+            + (esc(_size(int(region))) if region is not None else "—")
+            + (" of the drive; writes too." if sp.get("writes") is True
+               else " of the drive, read only: nothing was written.") + "</p>")
+    return out
+
+
 def environment_html(meta: Mapping[str, Any]) -> str:
     """run.json "environment": what the host set that changes results."""
     env = meta.get("environment")
@@ -736,6 +788,7 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
     out += problems_html(run.problems) + warnings_html(run_warnings(meta))
     out += kv_table([("started", meta.get("started")), ("finished", meta.get("finished")),
                      ("target", target_text(meta.get("target")))])
+    out += speed_html(meta)  # the speed plan leads with its four corners and the verdict
     out += _pts_html(run) + _wsat_html(run) + _hir_html(run) + _stats_rows(run)
     out += _fill_html(run)
     out += _trim_html(run, meta)

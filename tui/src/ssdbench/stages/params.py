@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ssdbench.fio.jobs import IOENGINES, parse_block_size
+from ssdbench.stages.speedclass import SpeedClass, SpeedClassError, classes_record, parse_classes
 from ssdbench.untrusted import without_url_secrets
 
 if TYPE_CHECKING:
@@ -41,6 +42,9 @@ class RunParams:
     """Size of each TRIM probe, GiB (fractions allowed); each probe has its own window."""
     probe_preset: str = "as-ssd"
     """TRIM probe shape: as-ssd (16 MiB blocks, QD1) or fill (block_size_fill, iodepth)."""
+    probe_max_multiple: int = 4
+    """A TRIM probe goes on in chunks of probe_gib while its verdict's interval straddles a
+    line, up to this many probe_gib in all (1 = never; docs/plans.md "TRIM probes")."""
     trim_idle_seconds: int = 60
     """Idle time between the TRIM pass and the "after TRIM" probe (s, 0 = none)."""
     op_percent: int = 0
@@ -82,13 +86,36 @@ class RunParams:
     ioengine: str = "libaio"
     """libaio or io_uring."""
     erase_fallback: str = "fail"
-    """fail, or discard (the result then says "not secure-erased")."""
+    """A drive with no firmware erase that works (a USB bridge, a drive that stays frozen, a
+    hard disk, a virtual disk): fail; overwrite (a Clear by one pass over every block, then a
+    sampled read-back: docs/erase.md); or discard (the result then says "not
+    secure-erased")."""
+    overwrite_pattern: str = "random"
+    """Clear by overwrite: random (an AES-128-CTR stream from a seed kept in the record: a
+    drive cannot compress it, and the read-back proves each sampled block was written) or
+    zero (a fixed value, NIST's minimum; the read-back then only shows zeros)."""
+    overwrite_verify_percent: float = 1.0
+    """Clear by overwrite: the share of the drive read back and compared with the pattern,
+    chosen at random in each of 64 parts of the drive (0.01 to 100; 100 reads it all)."""
     status_timeout_s: int = 60
     """fio without a status dump for this long is hung: the stage fails."""
     hist_coarseness: int = 3
     """fio log_hist_coarseness: 2**k of fio's 1856 latency bins per column (0..6)."""
     random_read_seconds: int = 60
     """Diagnose: duration of the 4 KiB random read."""
+    speed_seconds: int = 12
+    """Speed plan: seconds each corner is measured (after speed_ramp_seconds)."""
+    speed_ramp_seconds: int = 3
+    """Speed plan: seconds each corner runs before it is measured (not counted)."""
+    speed_gib: float = 1.0
+    """Speed plan: the region the corners read (and write), GiB from the drive's start
+    (CrystalDiskMark's default test size: 1 GiB)."""
+    speed_writes: bool = False
+    """Speed plan: also the four write corners (destructive: the plan then needs consent)."""
+    speed_tolerance_percent: int = 15
+    """Speed plan: a figure this much below its class or less is "as fast as its class"."""
+    speed_classes: tuple[SpeedClass, ...] = ()
+    """Speed plan: the lab's class table (``[speed.class."MODEL REGEX"]`` in a config)."""
     chart_iops_top: int = 40000
     """Top of the steady linear IOPS chart (seconds above it are drawn at the edge)."""
     operator: str = ""
@@ -160,6 +187,7 @@ class RunParams:
         record["psid"] = PSID_GIVEN if self.psid else ""  # the PSID is a credential: not kept
         # a key URL's user and password (the lab's config server) are not kept either
         record["record_key"] = without_url_secrets(self.record_key)
+        record["speed_classes"] = classes_record(self.speed_classes)
         return record
 
     def grade_thresholds(self) -> Thresholds:
@@ -184,13 +212,14 @@ class RunParams:
 
 _FIELDS = {f.name: f for f in fields(RunParams)}
 _POSITIVE_INT = {"torture_seconds", "trim_torture_seconds", "fill_passes", "iodepth",
+                 "probe_max_multiple",
                  "steady_round_s", "pts_max_rounds", "wsat_seconds", "hir_repetitions",
                  "hir_burst_seconds",
-                 "status_timeout_s", "random_read_seconds", "chart_iops_top",
+                 "status_timeout_s", "random_read_seconds", "chart_iops_top", "speed_seconds",
                  "grade_reallocated_scrap", "grade_reported_uncorrectable_scrap",
                  "grade_media_errors_scrap", "grade_wear_note_percent",
                  "grade_wear_scrap_percent", "grade_power_on_hours_note"}
-_BOOL = {"restore_native_max", "record_pdf"}
+_BOOL = {"restore_native_max", "record_pdf", "speed_writes"}
 
 
 def _convert(key: str, value: object, source: str) -> object:
@@ -201,8 +230,14 @@ def _convert(key: str, value: object, source: str) -> object:
     def bad(form: str) -> ParamError:
         return ParamError(f"{source}: key {key!r}: expected {form}, got {value!r}")
 
+    if key == "speed_classes":
+        try:
+            return parse_classes(value, source)
+        except SpeedClassError as exc:
+            raise ParamError(str(exc)) from None
     if key in _POSITIVE_INT or key in ("op_percent", "hist_coarseness", "steady_start_s",
-                                       "trim_idle_seconds", "pts_wipc_passes"):
+                                       "trim_idle_seconds", "pts_wipc_passes",
+                                       "speed_ramp_seconds", "speed_tolerance_percent"):
         if isinstance(value, bool):
             raise bad("a whole number")
         if isinstance(value, str):
@@ -224,6 +259,14 @@ def _convert(key: str, value: object, source: str) -> object:
             raise bad("a whole number of passes from 0 to 10")
         if key == "hist_coarseness" and not 0 <= value <= 6:
             raise bad("a whole number from 0 to 6")
+        if key == "probe_max_multiple" and value > 16:
+            raise bad("a whole number of probe sizes from 1 to 16")
+        if key == "speed_seconds" and value > 3600:
+            raise bad("a whole number of seconds from 1 to 3600")
+        if key == "speed_ramp_seconds" and not 0 <= value <= 600:
+            raise bad("a whole number of seconds from 0 to 600")
+        if key == "speed_tolerance_percent" and not 0 <= value <= 90:
+            raise bad("a percentage from 0 to 90")
         if key in ("steady_start_s", "trim_idle_seconds") and value < 0:
             raise bad("a whole number of seconds ≥ 0")
         return value
@@ -236,7 +279,12 @@ def _convert(key: str, value: object, source: str) -> object:
         if text in ("false", "no", "0", "off", ""):
             return False
         raise bad("true or false")
-    if key in ("wsat_capacity_multiple", "probe_gib"):
+    if key == "overwrite_verify_percent":
+        number = _number(value)
+        if number is None or not 0.01 <= number <= 100 or not math.isfinite(number):
+            raise bad("a percentage from 0.01 to 100, e.g. 1 or 100")
+        return number
+    if key in ("wsat_capacity_multiple", "probe_gib", "speed_gib"):
         number = _number(value)
         top = 100.0 if key == "wsat_capacity_multiple" else math.inf
         if number is None or not 0 < number <= top or not math.isfinite(number):
@@ -256,8 +304,10 @@ def _convert(key: str, value: object, source: str) -> object:
         raise bad(" or ".join(IOENGINES))
     if key == "probe_preset" and value not in PROBE_PRESETS:
         raise bad(" or ".join(PROBE_PRESETS))
-    if key == "erase_fallback" and value not in ("fail", "discard"):
-        raise bad("fail or discard")
+    if key == "erase_fallback" and value not in ("fail", "discard", "overwrite"):
+        raise bad("fail, discard or overwrite")
+    if key == "overwrite_pattern" and value not in ("random", "zero"):
+        raise bad("random or zero")
     if key == "self_test" and value not in ("none", "short", "extended"):
         raise bad("none, short or extended")
     if key == "hir_waits":
@@ -365,7 +415,12 @@ def load_config(path: Path) -> dict[str, object]:
         raise ParamError(f"{path}: not valid TOML: {exc}") from None
     values: dict[str, object] = {}
     for key, value in data.items():
-        if key == "params":
+        if key == "speed":  # the lab's class table: [speed.class."MODEL REGEX"]
+            if not isinstance(value, dict) or set(value) - {"class"}:
+                raise ParamError(f"{path}: key 'speed': expected [speed.class.\"MODEL REGEX\"] "
+                                 "tables only")
+            values["speed_classes"] = value.get("class", {})
+        elif key == "params":
             if not isinstance(value, dict):
                 raise ParamError(f"{path}: key 'params': expected a table")
             values.update(value)

@@ -21,9 +21,10 @@ from ssdbench.stages.partition import PartitionStage
 from ssdbench.stages.probe import probe_stage
 from ssdbench.stages.pts import THROUGHPUT_BLOCK_SIZES, PtsRoundsStage, WipcStage
 from ssdbench.stages.selftest import SelfTestStage
+from ssdbench.stages.speed import SpeedStage
 
 KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity", "wsat", "hir",
-         "iops", "throughput", "latency")
+         "iops", "throughput", "latency", "speed")
 
 
 def consistency_stages(*, erase: bool = True, op_percent: int = 0) -> list[Stage]:
@@ -82,6 +83,8 @@ def stages_for(kind: str, *, erase: bool = True, op_percent: int = 0) -> list[St
         return [AuthenticityStage()]
     if kind == "grade":  # read-only: the drive's own counters graded (grade/rules.py)
         return [HealthStage("before"), SelfTestStage(), GradeStage()]
+    if kind == "speed":  # CrystalDiskMark's four corners; reads only unless speed_writes
+        return [SpeedStage()]
     if kind == "erase":  # purge and verify only; writes the erase record (ssdbench.record)
         return [CertifiedEraseStage()]
     raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(KINDS)})")

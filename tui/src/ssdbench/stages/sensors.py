@@ -38,7 +38,8 @@ from ssdbench.system import CommandError, Host
 
 SAMPLE_S = 1.0
 READ_TIMEOUT_S = 30.0
-WATCHED = re.compile(r"^(torture|probe-.+)$")  # the stages whose temperature is charted
+# the stages whose temperature is charted (speed-...: each corner of the speed plan)
+WATCHED = re.compile(r"^(torture|probe-.+|speed-.+)$")
 
 
 class DriveWatch:
