@@ -12,8 +12,10 @@ the interrupted one is redone from its erase.
 
 Plans: review, quick, trim, diagnose (read-only, no consent needed), erase (purge, verify
 and the signed erase record; docs/erase.md), grade (read-only: the drive's self-test and its
-counters graded; docs/grading.md), intake (the fake-capacity check, then the erase), or a
-plan file (docs/plans.md). `--run` is the older way to name the runs (review durations).
+counters graded; docs/grading.md), intake (the fake-capacity check, then the erase), wsat
+and hir (SNIA PTS; docs/pts.md), iops, throughput and latency (the SNIA PTS round loops),
+speed (read-only: the four corners against the drive's class; docs/plans.md), or a plan
+file (docs/plans.md). `--run` is the older way to name the runs (review durations).
 """
 
 from __future__ import annotations
