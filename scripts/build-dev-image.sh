@@ -6,7 +6,9 @@
 #   scripts/build-dev-image.sh            build (or reuse) build/dev-image/ssdbench-dev.img
 #   scripts/build-dev-image.sh --force    rebuild the root filesystem and image
 #
-# Output (build/dev-image/): ssdbench-dev.img (disk image for a USB stick), vmlinuz,
+# Output (build/dev-image/): ssdbench-dev.img (disk image for a USB stick),
+# ssdbench-dev-sb.img (its Secure Boot edition: Debian's signed shim and GRUB on the EFI path;
+# scripts/build-secure-boot-stick.sh), vmlinuz,
 # initrd.img (zstd cpio), image-id (hash of every input; also /etc/ssdbench-image-id inside).
 # Downloaded .debs and the Python dependencies are cached there, so a second build with the
 # same inputs does nothing and a rebuild after an overlay/tui change takes about a minute.
@@ -22,7 +24,7 @@ say() { printf 'build-dev-image: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
 [[ $(id -u) -eq 0 ]] || die "run as root (the initramfs needs device nodes and root-owned files)"
-for tool in apt-get dpkg-deb grub-mkimage genimage mkfs.vfat mcopy zstd cpio depmod; do
+for tool in apt-get dpkg-deb grub-mkimage genimage mkfs.vfat mcopy zstd cpio depmod sbverify; do
     command -v "$tool" >/dev/null || die "missing $tool: run scripts/install-deps.sh scripts/apt-packages-image.txt"
 done
 
@@ -97,7 +99,15 @@ image_id=$(
             sort -z | xargs -0 sha256sum
     } | sha256sum | cut -c1-16
 )
+# The Secure Boot edition: a copy of the image with the signed boot chain (seconds; redone
+# when the image or that script changed).
+secure_boot_edition() {
+    local sb=$out/ssdbench-dev-sb.img script=$repo/scripts/build-secure-boot-stick.sh
+    [[ -f $sb && $sb -nt $out/ssdbench-dev.img && $sb -nt $script ]] && return 0
+    "$script" "$out/ssdbench-dev.img" "$sb"
+}
 if [[ $force -eq 0 && -f $out/image-id && $(cat "$out/image-id") == "$image_id" && -f $out/ssdbench-dev.img ]]; then
+    secure_boot_edition
     say "up to date (image id $image_id)"
     ls -l "$out/ssdbench-dev.img" "$out/initrd.img" "$out/vmlinuz" >&2
     exit 0
@@ -144,7 +154,7 @@ dirs = ("kernel/drivers/ata/", "kernel/drivers/nvme/host/nvme.ko", "kernel/drive
         "kernel/drivers/usb/storage/", "kernel/drivers/usb/common/", "kernel/drivers/usb/core/",
         "kernel/drivers/hid/", "kernel/drivers/input/keyboard/", "kernel/drivers/input/serio/",
         "kernel/drivers/input/evdev", "kernel/fs/fat/", "kernel/fs/exfat/",
-        "kernel/fs/nls/", "kernel/drivers/scsi/sd_mod", "kernel/drivers/scsi/sg.",
+        "kernel/fs/nls/", "kernel/fs/efivarfs/", "kernel/drivers/scsi/sd_mod", "kernel/drivers/scsi/sg.",
         "kernel/drivers/scsi/scsi_mod", "kernel/drivers/block/loop", "kernel/drivers/scsi/virtio",
         "kernel/drivers/block/virtio", "kernel/drivers/virtio/", "kernel/drivers/char/nvram",
         # wired NICs for network boot and the lab's store (docs/lab.md): QEMU's virtio and
@@ -264,6 +274,7 @@ echo "$image_id" >"$bin/image-id"
 SSDBENCH_IMAGE_NAME=ssdbench-dev.img "$board/post-image.sh" "$bin"
 mv "$bin/ssdbench-dev.img" "$out/ssdbench-dev.img"
 echo "$image_id" >"$out/image-id"
+secure_boot_edition
 say "built in $((SECONDS - t0)) s"
 du -sh "$root" | awk '{print "build-dev-image: root filesystem " $1}' >&2
 ls -l "$out/vmlinuz" "$out/initrd.img" "$out/ssdbench-dev.img" >&2

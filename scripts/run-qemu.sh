@@ -6,6 +6,10 @@
 #                          copy, WORKDIR/stick.img, so the image itself never changes
 #     --workdir DIR        drives, stick copy, serial log, QMP socket, results (default build/qemu)
 #     --uefi               OVMF instead of SeaBIOS (legacy BIOS)
+#     --secure-boot        OVMF with Secure Boot enforcing and Microsoft's keys enrolled, as
+#                          a PC ships (OVMF_CODE_4M.secboot.fd, a copy of OVMF_VARS_4M.ms.fd,
+#                          SMM on); default image the Secure Boot edition,
+#                          build/dev-image/ssdbench-dev-sb.img (docs/image.md)
 #     --nvme SPEC          an NVMe drive; SPEC = SIZE|file=PATH|nbd=SOCKET [,serial=S]  (repeatable)
 #                          [,subsys=NQN]: in an NVM subsystem of its own named NQN, so two
 #                          drives can report one serial (QEMU's default NQN holds the serial,
@@ -58,7 +62,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 
 image=$repo/build/dev-image/ssdbench-dev.img
 work=$repo/build/qemu
-uefi=0 entry= append= cmd= kiosk_config= results= timeout= batch= memory=2048 smp=2
+uefi=0 secure_boot=0 image_given=0 entry= append= cmd= kiosk_config= results= timeout= batch= memory=2048 smp=2
 accel=${SSDBENCH_QEMU_ACCEL:-auto} keep_stick=0 verbose=0
 netboot='' net_hostname='' user_net=0
 nvme_specs=() sata_specs=() puts=() prepare_only=0 nvme_hotplug=0 direct=0 hotplug_ports=0
@@ -68,9 +72,10 @@ say() { echo "run-qemu: $*" >&2; }
 
 while (($#)); do
     case $1 in
-    --image) image=$2; shift ;;
+    --image) image=$2; image_given=1; shift ;;
     --workdir) work=$2; shift ;;
     --uefi) uefi=1 ;;
+    --secure-boot) uefi=1; secure_boot=1 ;;
     --bios) uefi=0 ;;
     --nvme) nvme_specs+=("$2"); shift ;;
     --sata) sata_specs+=("$2"); shift ;;
@@ -99,6 +104,10 @@ while (($#)); do
     esac
     shift
 done
+if [[ $secure_boot -eq 1 ]]; then
+    [[ $uefi -eq 1 ]] || die "--secure-boot is UEFI: not with --bios"
+    [[ $image_given -eq 1 ]] || image=$repo/build/dev-image/ssdbench-dev-sb.img
+fi
 [[ -z $batch ]] && { [[ -t 0 ]] && batch=0 || batch=1; }
 for tool in qemu-system-x86_64 mcopy sfdisk; do
     command -v "$tool" >/dev/null || die "missing $tool: scripts/install-deps.sh scripts/apt-packages-image.txt"
@@ -300,28 +309,38 @@ done
 cpu=(); [[ $accel == kvm ]] && cpu=(-cpu host)
 [[ $accel == tcg ]] && cpu=(-cpu max)
 
-firmware=()
+firmware=() machine=q35
 if [[ $uefi -eq 1 ]]; then
     code= vars=
-    for c in /usr/share/OVMF/OVMF_CODE_4M.fd:/usr/share/OVMF/OVMF_VARS_4M.fd \
-        /usr/share/OVMF/OVMF_CODE.fd:/usr/share/OVMF/OVMF_VARS.fd; do
+    pairs=(/usr/share/OVMF/OVMF_CODE_4M.fd:/usr/share/OVMF/OVMF_VARS_4M.fd
+        /usr/share/OVMF/OVMF_CODE.fd:/usr/share/OVMF/OVMF_VARS.fd)
+    # Secure Boot: the SMM build of OVMF (only SMM code may write the key variables, so the
+    # flash must be "secure") with the variable store Debian's ovmf ships with Microsoft's
+    # KEK and db enrolled and Secure Boot on.
+    [[ $secure_boot -eq 1 ]] && pairs=(/usr/share/OVMF/OVMF_CODE_4M.secboot.fd:/usr/share/OVMF/OVMF_VARS_4M.ms.fd)
+    for c in "${pairs[@]}"; do
         if [[ -f ${c%%:*} && -f ${c##*:} ]]; then code=${c%%:*}; vars=${c##*:}; break; fi
     done
-    [[ -n $code ]] || die "OVMF not found (apt-get install ovmf)"
+    [[ -n $code ]] || die "OVMF not found: ${pairs[*]} (apt-get install ovmf)"
     cp "$vars" "$work/OVMF_VARS.fd"
     firmware=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$code"
         -drive "if=pflash,format=raw,unit=1,file=$work/OVMF_VARS.fd")
+    if [[ $secure_boot -eq 1 ]]; then
+        machine=q35,smm=on
+        firmware+=(-global driver=cfi.pflash01,property=secure,value=on)
+    fi
 fi
 
 rm -f "$work/qmp.sock" "$work/serial.log" "$work/serial-times.log"
-qemu=(qemu-system-x86_64 -machine q35 -accel "$accel" "${cpu[@]}" -m "$memory" -smp "$smp"
+qemu=(qemu-system-x86_64 -machine "$machine" -accel "$accel" "${cpu[@]}" -m "$memory" -smp "$smp"
     -nodefaults -no-reboot -vga std -nic none "${firmware[@]}"
     -qmp "unix:$work/qmp.sock,server=on,wait=off"
     -device qemu-xhci,id=xhci
     "${stick_dev[@]}" "${net[@]}" "${kernel_boot[@]}" "${qemu_drives[@]}")
 booted=$(basename "$image")
 [[ -z $netboot ]] || booted="from the network ($netboot)"
-say "booting $booted ($([[ $uefi -eq 1 ]] && echo UEFI || echo BIOS), $accel) in $work"
+fw=BIOS; [[ $uefi -eq 1 ]] && fw=UEFI; [[ $secure_boot -eq 1 ]] && fw="UEFI Secure Boot"
+say "booting $booted ($fw, $accel) in $work"
 [[ $accel == tcg ]] && say "no working KVM: TCG emulation, a boot takes about a minute"
 
 to=(); [[ -n $timeout ]] && to=(timeout --foreground -k 5 "$timeout")

@@ -25,6 +25,8 @@ RUN_QEMU = REPO / "scripts" / "run-qemu.sh"
 BUILD_DEV_IMAGE = REPO / "scripts" / "build-dev-image.sh"
 DEV_IMAGE_DIR = REPO / "build" / "dev-image"
 DEV_IMAGE = DEV_IMAGE_DIR / "ssdbench-dev.img"
+# the Secure Boot edition (Debian's signed shim and GRUB; scripts/build-secure-boot-stick.sh)
+DEV_IMAGE_SB = DEV_IMAGE_DIR / "ssdbench-dev-sb.img"
 
 BYSTANDER_SERIAL = "SSDBBYSTANDER01"
 BYSTANDER_BYTES = 64 * 1024 * 1024
@@ -230,6 +232,7 @@ def boot(
     workdir: Path,
     *,
     uefi: bool = False,
+    secure_boot: bool = False,
     nvme: tuple[str, ...] = (),
     sata: tuple[str, ...] = (),
     cmd: str | None = None,
@@ -249,8 +252,9 @@ def boot(
     drive (not selected by anything), wait for power-off, and collect the evidence.
 
     ``qmp_at``: QMP commands sent when a serial line first matches (e.g. ``device_del`` of a
-    drive mid-run); ``nvme_hotplug``: NVMe drives behind PCIe root ports, so they can be
-    unplugged; ``hotplug_ports``: that many empty PCIe root ports (hotplug0, ...) for drives
+    drive mid-run); ``secure_boot``: OVMF with Secure Boot enforcing and Microsoft's keys
+    (run-qemu.sh --secure-boot; pass ``image=DEV_IMAGE_SB``); ``nvme_hotplug``: NVMe
+    drives behind PCIe root ports, so they can be unplugged; ``hotplug_ports``: that many empty PCIe root ports (hotplug0, ...) for drives
     added later with QMP (:func:`nvme_hot_add`); ``direct``: the stick's kernel started by QEMU (run-qemu.sh --direct: no
     firmware, no GRUB; for tests about what follows the boot); ``net``: a NIC on QEMU's
     user network (the host's 127.0.0.1 is 10.0.2.2 to the guest)."""
@@ -263,6 +267,8 @@ def boot(
     ]
     if uefi:
         base.append("--uefi")
+    if secure_boot:
+        base.append("--secure-boot")
     prepare = [*base, "--prepare-only"]
     if cmd is not None:
         prepare += ["--cmd", cmd]
@@ -342,9 +348,13 @@ def _run_with_triggers(argv: list[str], workdir: Path, triggers: tuple[QmpAt, ..
     times = workdir / "serial-times.log"
     deadline = time.monotonic() + timeout_s
     while pending and not finished.is_set() and time.monotonic() < deadline:
-        text = times.read_text(errors="replace") if times.is_file() else ""
+        # bytes, split at "\n" only: read_text() and splitlines() also break a line at a
+        # lone "\r" inside it (GRUB's messages start with one), which leaves a part without
+        # its time stamp
+        raw = times.read_bytes() if times.is_file() else b""
+        text = raw.decode(errors="replace")
         for trig in list(pending):
-            for line in text.splitlines():
+            for line in text.split("\n"):
                 stamp, _, body = line.strip().partition(" ")
                 m = re.search(trig.pattern, body)
                 if m is None:
