@@ -135,3 +135,49 @@ def test_snapshot_erase_form_80x25(snap_compare: Any) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 25), run_before=run_before)
+
+
+# the form's fields each preset uses (#45): none of torture/OP/probe for these
+NO_RUN_FIELDS = ("intake", "grade", "erase", "diagnose", "speed")
+
+
+async def test_each_preset_shows_only_the_fields_it_uses() -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 25)) as pilot:
+        screen = await to_plan(pilot, app)
+        for preset in NO_RUN_FIELDS:
+            screen.query_one("#preset", Select).value = preset
+            await pilot.pause()
+            for key in ("torture_seconds", "op_levels", "probe_gib", "trim_torture_seconds"):
+                assert not screen.query_one(f"#{key}", Input).parent.display, (preset, key)
+        screen.query_one("#preset", Select).value = "trim"
+        await pilot.pause()
+        assert screen.query_one("#probe_gib", Input).parent.display
+        assert not screen.query_one("#torture_seconds", Input).parent.display
+        screen.query_one("#preset", Select).value = "review"
+        await pilot.pause()
+        assert screen.query_one("#op_levels", Input).parent.display
+
+
+async def test_intake_record_people_are_reachable_at_80x25() -> None:
+    """The intake erases and writes a record: its operator and witness fields are on the
+    form (Tab reaches them, the screen scrolls to them) and reach the plan."""
+    app = make_app()
+    async with app.run_test(size=(80, 25)) as pilot:
+        screen = await to_plan(pilot, app)
+        screen.query_one("#preset", Select).value = "intake"
+        screen.query_one("#erase", Select).value = "discard"
+        await pilot.pause()
+        assert screen.query_one("#erase-fields").display
+        operator = screen.query_one("#operator", Input)
+        for _ in range(12):
+            if operator.has_focus:
+                break
+            await pilot.press("tab")
+        assert operator.has_focus, "Tab does not reach the operator field"
+        await pilot.press(*"A. Tester")
+        await pilot.pause()
+        assert operator.region.height and operator.region.y < 25 - 1, operator.region
+        assert screen.plan is not None and screen.plan.params.operator == "A. Tester"
+        assert "Record: operator A. Tester" in text_of(screen.query_one("#plan-summary",
+                                                                           Static))

@@ -5,12 +5,20 @@ the verdict in words, and its table has a TRIM column an 80-column console shows
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from textual.widgets import DataTable, Static
 
 from ssdbench.plan.engine import DriveOutcome, RunOutcome
 from ssdbench.ui.results import ResultsScreen
 from tests.ui.conftest import make_app, wait_for
+from tests.unit.report.plan_runs import (
+    NO_FIRMWARE_ERASE,
+    SPEED_CORNERS,
+    write_grade,
+    write_intake,
+    write_speed,
+)
 from tests.unit.report.synthetic import DriveSpec, write_drive_folder
 
 
@@ -46,3 +54,42 @@ async def test_results_name_the_pages_and_show_the_trim_probes(tmp_path: Path) -
         else:
             raise AssertionError("no TRIM column")
         assert right <= 80, "the TRIM column is off an 80-column screen"
+
+
+async def results_for(tmp_path: Path, write: Any) -> tuple[bool, str, list[str]]:
+    """(the answer is above the table, the answer's text, the table's columns) at 80x25."""
+    root = tmp_path / "ssdbench"
+    _drive_dir, outcome = write(root)
+    app = make_app(results_root=root)
+    async with app.run_test(size=(80, 25)) as pilot:
+        screen = ResultsScreen([outcome], root, [])
+        app.push_screen(screen)
+        await wait_for(pilot, lambda: bool(screen.summaries), what="results")
+        await pilot.pause()
+        table = screen.query_one("#results", DataTable)
+        first = screen.query_one("#results-answer", Static).region.y < table.region.y
+        return first, text_of(screen, "#results-answer"), [
+            str(c.label) for c in table.ordered_columns]
+
+
+async def test_intake_leads_with_capacity_grade_and_the_erase_reason(tmp_path: Path) -> None:
+    """#45: after an intake on a drive with no firmware erase, the capacity verdict, the
+    grade and why the erase failed lead the screen; no consistency columns."""
+    first, answer, columns = await results_for(tmp_path, write_intake)
+    assert "capacity genuine" in answer
+    assert "grade note" in answer
+    assert "erase FAIL" in answer and NO_FIRMWARE_ERASE[:40] in answer
+    assert "erase record: erase/record.json" in answer
+    assert columns == ["drive", "run", "state", "capacity", "grade", "erase"], columns
+    assert first, "the answer is not above the table"
+
+
+async def test_grade_and_speed_have_their_own_columns(tmp_path: Path) -> None:
+    _s, answer, columns = await results_for(tmp_path / "g", write_grade)
+    assert columns == ["drive", "run", "state", "grade"], columns
+    assert "grade note" in answer and "power-on hours" in answer
+    _s, answer, columns = await results_for(tmp_path / "s", write_speed)
+    assert columns == ["drive", "run", "state", "speed"], columns
+    assert "as fast as its class" in answer
+    for label, mb in SPEED_CORNERS:
+        assert f"{label} read {mb:,.0f} MB/s" in answer, answer

@@ -345,7 +345,8 @@ def render_drive(drive_dir: Path, *, svg: bool = True) -> DriveReport:
     runs = tuple(r for _, r in loaded)
     page = html.drive_page(identity, document, drive_dir.name, sections=sections,
                            runs=runs, problems=problems,
-                           warnings={d.name: run_warnings(d.meta) for d, _ in loaded})
+                           warnings={d.name: run_warnings(d.meta) for d, _ in loaded},
+                           metas={r.run: d.meta for d, r in loaded})
     out: Path | None = drive_dir / "report.html"
     try:
         atomic.write_text(drive_dir / "report.html", page, root=drive_dir)

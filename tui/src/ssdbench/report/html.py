@@ -19,6 +19,7 @@ from urllib.parse import quote
 from ssdbench import __version__
 from ssdbench.devices.host import describe as describe_host
 from ssdbench.grade.capacity import FAKE_VERDICTS, drive_capacity
+from ssdbench.report import answer as answers
 from ssdbench.report.charts import MB_PER_MIB, Chart, file_part, size_text
 from ssdbench.report.model import RunAnalysis, run_warnings
 from ssdbench.report.summary import SUMMARY_COLUMNS
@@ -38,6 +39,7 @@ img{max-width:100%;height:auto;border:1px solid #ddd;background:#fff;margin:.3em
 .verdict{font-weight:bold;padding:.1em .5em;border-radius:.3em}
 .effective,.done,.yes{background:#d9f2d9}.partial,.interrupted,.cancelled{background:#fff2cc}
 .ineffective,.failed,.damaged,.no,.g-scrap{background:#f8d0d0}.g-reuse{background:#d9f2d9}
+.verdict.not.available{background:#e6e6e6}
 .g-note{background:#fff2cc}.g-notgradable{background:#e8e8e8}.inconclusive,.incomplete,.unknown{background:#e8e8e8}
 .problem{background:#fff2cc;border-left:4px solid #e0a800;padding:.4em .8em;margin:.4em 0}
 .warning{background:#fde8d7;border-left:4px solid #d9661f;padding:.4em .8em;margin:.4em 0}
@@ -582,12 +584,21 @@ def health_html(meta: Mapping[str, Any], rel: str) -> str:
         if meta.get("kind") == "authenticity":  # reads no counters: the erase run does
             return head + ("<p>not read by this run: the capacity check writes and reads "
                            "blocks only (the plan's erase run reads them)</p>")
+        if meta.get("kind") == "speed":  # a quick field check: no counters around it
+            return head + ("<p>not read by this run: the speed plan reads the four corners "
+                           "only (the grade plan reads the drive's counters)</p>")
         return head + ("<p>not recorded by this run (ssdbench before 2026-11 did not read "
                        "the drive's counters)</p>")
     out = head
     if h.get("unavailable"):
         out += f"<p>The drive's counters could not be read: {esc(h['unavailable'])}</p>"
     before, after, delta = (_mapping(h.get(k)) for k in ("before", "after", "delta"))
+    gone = [(w, snap) for w, snap in (("before", before), ("after", after))
+            if snap.get("available") is False]
+    if gone:  # no SMART on the drive (a loop device, a USB bridge): not a failure
+        return out + "".join(
+            f"<p>{badge('not available')} {esc(w)} the run: {esc(snap.get('reason') or '')}"
+            "</p>" for w, snap in gone)
     if not before and not after:
         return out
     if not after:  # read once, before the run (the grade and erase plans): what it said
@@ -779,12 +790,39 @@ def _dict_rows(d: Any) -> list[tuple[str, Any]]:
             for k, v in d.items()]
 
 
+def run_kind(run: RunAnalysis, meta: Mapping[str, Any]) -> str:
+    """run.json's kind (the analysis knows only its own kinds)."""
+    kind = meta.get("kind")
+    return kind if isinstance(kind, str) and kind in answers.KIND_COLUMNS else run.kind
+
+
+TONE_CLASS = {"good": "g-reuse", "bad": "g-scrap", "": ""}
+
+
+def answer_html(a: answers.Answer, rel: str) -> str:
+    """What the run answers, first: each verdict with its reason, the record's file."""
+    out = ""
+    for part in a.parts():
+        out += (f"<p class=\"answer\"><span class=\"verdict {TONE_CLASS[part.tone]}\">"
+                f"{esc(part.headline)}</span>"
+                + (f" {esc(part.reason)}" if part.reason else "") + "</p>")
+    if a.record:
+        out += (f"<p class=\"answer\">Erase record: <a href=\"{href(rel + a.record)}\">"
+                f"{esc(a.record)}</a></p>")
+    return out
+
+
 def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
                 raw_files: Sequence[str]) -> str:
     rel = quote(run.run) + "/"
-    op = "" if run.op_percent is None else f" · {run.op_percent:g}% OP"
-    out = (f"<h2 id=\"{esc(run.run)}\">{esc(run.run)} <span class=\"small\">{esc(run.kind)}"
-           f"{esc(op)}</span> {badge(run.state)}</h2>")
+    kind = run_kind(run, meta)
+    # the OP only where the kind has one (a consistency run's), never "authenticity · 0% OP"
+    op = (f" · {run.op_percent:g}% OP" if kind == "consistency" and run.op_percent is not None
+          else "")
+    out = (f"<h2 id=\"{esc(run.run)}\">{esc(answers.title(kind, answers.plan_name(meta)))} "
+           f"<span class=\"small\">{esc(run.run)}{esc(op)}</span> {badge(run.state)}</h2>")
+    out += answer_html(answers.answer(kind, meta, run, state=run.state,
+                                      error=str(meta.get("error") or "")), rel)
     out += problems_html(run.problems) + warnings_html(run_warnings(meta))
     out += kv_table([("started", meta.get("started")), ("finished", meta.get("finished")),
                      ("target", target_text(meta.get("target")))])
@@ -807,10 +845,13 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
               if s.get("job") else None]
              for s in stages if isinstance(s, dict)])
     erase = meta.get("erase")
-    out += "<h3>Erase</h3>" + (kv_table(_dict_rows(erase)) if isinstance(erase, dict)
-                               else "<p>No erase in this run.</p>")
-    if isinstance(meta.get("params"), dict):
-        out += "<h3>Plan parameters</h3>" + kv_table(_dict_rows(meta["params"]))
+    if isinstance(erase, dict):
+        out += "<h3>Erase</h3>" + kv_table(_dict_rows(erase))
+    elif kind not in answers.NO_ERASE_KINDS:
+        out += "<h3>Erase</h3><p>No erase in this run.</p>"
+    if isinstance(meta.get("params"), dict):  # only those the run's kind uses
+        out += "<h3>Plan parameters</h3>" + kv_table(_dict_rows(
+            dict(answers.params_for(kind, meta["params"]))))
     if isinstance(meta.get("tools"), dict):
         out += "<h3>Tool versions</h3>" + kv_table(_dict_rows(meta["tools"]))
     if isinstance(meta.get("host"), dict):  # the machine and the controller (#45)
@@ -930,26 +971,47 @@ def drive_rows(identity: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+RUN_COLUMN_TITLES = {"IOPS": "steady IOPS mean", "stalls": "zero-IOPS s / longest stall",
+                     "steady at": "SNIA steady state", "TRIM": "TRIM verdict",
+                     "erase": "erase result", "speed": "speed verdict",
+                     "capacity": "capacity check"}
+
+
 def drive_page(identity: dict[str, Any], document: dict[str, Any], drive_dir_name: str, *,
                sections: Sequence[str], runs: Sequence[RunAnalysis],
                problems: Sequence[str],
-               warnings: Mapping[str, Sequence[str]] | None = None) -> str:
-    """``warnings``: run.json warnings by run name (counted in the runs table)."""
+               warnings: Mapping[str, Sequence[str]] | None = None,
+               metas: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """``warnings``: run.json warnings by run name (counted in the runs table); ``metas``:
+    each run's run.json by run name (what it answers: report/answer.py)."""
     warnings = warnings or {}
     model = drive_label(identity, "unknown drive")
     title = f"{model} {identity.get('serial') or ''}".strip()
     body = f"<h1>{esc(title)}</h1><p class=\"small\">{esc(drive_dir_name)}</p>"
     body += problems_html(problems)
+    if runs:
+        metas = metas or {}
+        kinds = {r.run: run_kind(r, metas.get(r.run) or {}) for r in runs}
+        said = {r.run: answers.answer(kinds[r.run], metas.get(r.run) or {}, r, state=r.state)
+                for r in runs}
+        # the answer first: each run's headline, then the runs with the columns of their kinds
+        body += "<h2>Answer</h2>" + "".join(
+            f"<p class=\"answer\"><a href=\"#{esc(r.run)}\">{esc(r.run)}</a>: " + " · ".join(
+                f"<span class=\"verdict {TONE_CLASS[p.tone]}\">{esc(p.headline)}</span>"
+                + (f" <span class=\"small\">{esc(p.reason)}</span>"
+                   if p.reason and p.kind in answers.VERDICT_KINDS else "")
+                for p in said[r.run].parts())
+            + (f" · erase record: <a href=\"{href(quote(r.run) + '/' + said[r.run].record)}\">"
+               f"{esc(r.run)}/{esc(said[r.run].record)}</a>" if said[r.run].record else "")
+            + "</p>" for r in runs)
     body += "<h2>Drive</h2>" + kv_table(drive_rows(identity))
     if runs:
+        columns = answers.columns_for(kinds.values())
         body += "<h3>Runs</h3>" + table(
-            ["run", "state", "steady IOPS mean", "zero-IOPS s", "SNIA steady state (s)",
-             "TRIM verdict", "warnings"],
+            ["run", "state", *(RUN_COLUMN_TITLES.get(c, c) for c in columns), "warnings"],
             [[Markup(f"<a href=\"#{esc(r.run)}\">{esc(r.run)}</a>"), badge(r.state),
-              r.iops.steady.mean if r.iops else None,
-              r.iops.stalls.zero_seconds if r.iops else None,
-              (r.iops.steady_state.at_s or "not reached") if r.iops else None,
-              badge(r.trim.verdict) if r.trim else None,
+              *(said[r.run].cells.get(c, "—")
+                if c in answers.KIND_COLUMNS.get(kinds[r.run], ()) else "" for c in columns),
               "— (run.json unreadable)" if "run.json" in r.unreadable
               else len(warnings.get(r.run, ()))] for r in runs])
     body += "".join(sections)

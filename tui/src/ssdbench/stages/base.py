@@ -25,6 +25,14 @@ class StageCancelled(Exception):
     """The user cancelled the run during this stage."""
 
 
+NOT_AVAILABLE = "not available"
+
+
+class StageNotAvailable(Exception):
+    """What the stage reads is not there on this drive (no SMART): the stage is "not
+    available", not failed, and the run goes on; the message is the reason."""
+
+
 @dataclass(frozen=True)
 class Target:
     """The test span: a whole device, a partition, or (tests) a regular file."""
@@ -147,6 +155,11 @@ def run_stages(ctx: RunContext, stages: Sequence[Stage]) -> str:
             ctx.emit(stage.name, "cancelled", str(exc))
             ctx.record.finish("cancelled", "cancelled by the user")
             return "cancelled"
+        except StageNotAvailable as exc:
+            ctx.record.stage_finished(stage.name, NOT_AVAILABLE, str(exc))
+            ctx.transition(stage.name, NOT_AVAILABLE)
+            ctx.emit(stage.name, NOT_AVAILABLE, str(exc))
+            continue
         except StageFailed as exc:
             ctx.record.stage_finished(stage.name, "failed", str(exc))
             ctx.transition(stage.name, "failed")

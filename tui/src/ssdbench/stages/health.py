@@ -1,7 +1,8 @@
 """Diagnose: a health snapshot (``smartctl -j -x``) before and after the read tests.
 
 Read-only. A drive smartctl cannot read (a loop device, a USB bridge without SAT) is
-recorded as unavailable with the reason; that never fails the diagnosis.
+recorded as unavailable with the reason, and the stage is "not available" (its own state in
+the stage list, never "failed"); that never fails the diagnosis.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ssdbench.devices.smart import SMARTCTL_FATAL_BITS, SMARTCTL_OK_CODES, parse_smartctl_json
-from ssdbench.stages.base import RunContext
+from ssdbench.stages.base import RunContext, StageNotAvailable
 from ssdbench.system import CommandError
 
 
@@ -39,4 +40,4 @@ class HealthStage:
             snapshot = {"available": False, "reason": f"smartctl output not understood: {exc}"}
         ctx.record.set_entry("health", self.phase, snapshot)
         if not snapshot["available"]:
-            ctx.emit(self.name, "running", str(snapshot["reason"]))
+            raise StageNotAvailable(str(snapshot["reason"]))

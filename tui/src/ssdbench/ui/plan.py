@@ -39,6 +39,31 @@ FIELDS = (
     ("trim_idle_seconds", "TRIM idle (s)"),
     ("fill_passes", "Fill passes"),
 )
+# the run kinds that use each field: a preset shows only the fields of its runs (#45)
+FIELD_KINDS = {
+    "torture_seconds": ("consistency",),
+    "trim_torture_seconds": ("trim",),
+    "op_levels": ("consistency",),
+    "probe_gib": ("trim",),
+    "trim_idle_seconds": ("trim",),
+    "fill_passes": ("consistency", "trim"),
+}
+
+
+def preset_kinds(preset: str) -> set[str]:
+    return {r.kind for r in preset_plan(preset).runs}
+
+
+def shown_fields(preset: str) -> tuple[str, ...]:
+    """The form's run fields the preset uses (none for intake, grade, erase, diagnose,
+    speed)."""
+    kinds = preset_kinds(preset)
+    return tuple(key for key, _ in FIELDS if kinds & set(FIELD_KINDS[key]))
+
+
+def writes_record(preset: str) -> bool:
+    """The preset erases and writes the erase record (erase, intake): its people fields."""
+    return "erase" in preset_kinds(preset)
 
 
 # The erase plan's record (docs/erase.md "The erase record"): who erased what for whom. They
@@ -72,7 +97,7 @@ def erase_values(preset: str, values: dict[str, str], drives: list[Drive], *,
     """The erase plan's own parameters from the form: the people on the record, the native
     max restore (the checkbox is the consent) and a PSID typed twice for the one locked
     drive. Raises ParamError naming what is wrong."""
-    if preset != ERASE_PRESET:
+    if not writes_record(preset):
         return {}
     out = {key: values[key].strip() for key, _ in PEOPLE if values.get(key, "").strip()}
     if restore:
@@ -101,9 +126,9 @@ def build_plan(preset: str, values: dict[str, str], erase_fallback: str,
     except PlanError as exc:
         raise ParamError(str(exc)) from None
     locked = [d for d in drives if d.sed_locked]
-    if plan.destructive and locked and not (preset == ERASE_PRESET and plan.params.psid):
+    if plan.destructive and locked and not (writes_record(preset) and plan.params.psid):
         d = locked[0]
-        how = ("type its PSID twice below for a PSID revert" if preset == ERASE_PRESET
+        how = ("type its PSID twice below for a PSID revert" if writes_record(preset)
                else "erase it with the erase plan and its PSID")
         raise ParamError(f"{d.name} is a locked self-encrypting drive "
                          f"({d.sed.lock_reason if d.sed else 'locked'}): {how}, or unlock "
@@ -167,7 +192,7 @@ def preset_help(preset: str, values: dict[str, str]) -> str:
     """The preset's description, or, once a field differs from it, what was changed (the
     description would still say "60 s tortures" after Torture was set to 30)."""
     base = form_values(preset)
-    changed = [SHORT[key] for key, _label in FIELDS
+    changed = [SHORT[key] for key in shown_fields(preset)
                if values.get(key, base[key]).replace(" ", "") != base[key]]
     if not changed:
         return preset_plan(preset).description
@@ -219,7 +244,7 @@ class PlanScreen(Screen[None]):
                              compact=True, id="erase")
             with Vertical(id="run-fields"):
                 for key, label in FIELDS:  # one block, a line each (80x25 keeps its summary)
-                    with Horizontal(classes="field tight"):
+                    with Horizontal(classes="field tight", id=f"row-{key}"):
                         yield Label(label, classes="label")
                         yield Input(values[key], id=key, compact=True)
             with Vertical(id="erase-fields"):
@@ -260,9 +285,11 @@ class PlanScreen(Screen[None]):
         self.form = PlanForm(self.preset, str(erase), values)
         self.app.plan_form = self.form  # type: ignore[attr-defined]
         self.query_one("#preset-help", Static).update(preset_help(self.preset, values))
-        erase_plan = self.preset == ERASE_PRESET
-        self.query_one("#run-fields").display = not erase_plan
-        self.query_one("#erase-fields").display = erase_plan
+        fields = shown_fields(self.preset)
+        for key, _ in FIELDS:
+            self.query_one(f"#row-{key}").display = key in fields
+        self.query_one("#run-fields").display = bool(fields)
+        self.query_one("#erase-fields").display = writes_record(self.preset)
         error = self.query_one("#plan-error", Static)
         try:
             extra = erase_values(self.preset, values, self.drives,

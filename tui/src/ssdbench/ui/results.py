@@ -1,5 +1,7 @@
-"""The results screen: one row per run (steady mean, stalls, steady state, TRIM verdict,
-erase verified), where the files are, and the IOPS series of the highlighted run."""
+"""The results screen: each drive's answer first (what its plan answers: the capacity
+verdict, the grade, the erase's PASS/FAIL and why, the speed corners, the steady IOPS:
+report/answer.py), then one row per run with the columns that belong to the runs shown,
+where the files are, and the IOPS series of the highlighted run."""
 
 from __future__ import annotations
 
@@ -16,15 +18,24 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from ssdbench import jsonfile
+from ssdbench.report.answer import KIND_COLUMNS, VERDICT_KINDS, Answer, answer, columns_for
 from ssdbench.ui import fmt
 from ssdbench.ui.engine import DriveOutcome
 from ssdbench.ui.widgets import STATE_STYLE, TopBar, series_chart
 from ssdbench.untrusted import shown
 
-# the first six fit 80 columns (each cell has one space either side): TRIM stays in view
-COLUMN_WIDTHS = {"drive": 7, "run": 19, "state": 9, "IOPS": 7, "TRIM": 12, "stalls": 9,
-                 "steady at": 11, "erase": 30}
-COLUMNS = tuple(COLUMN_WIDTHS)
+# drive, run, state, then the columns of the runs shown (report/answer.py KIND_COLUMNS);
+# a consistency/TRIM table's first six fit 80 columns (one space either side of a cell)
+COLUMN_WIDTHS = {"drive": 7, "run": 19, "state": 9, "capacity": 12, "grade": 7,
+                 "erase": 8, "speed": 22, "IOPS": 7, "TRIM": 12, "stalls": 9,
+                 "steady at": 11, "steady state": 12, "health": 13}
+LEAD = ("drive", "run", "state")
+TONE_STYLE = {"good": "bold green", "bad": "bold red", "": "bold"}
+
+
+def columns_of(summaries: list[RunSummary]) -> tuple[str, ...]:
+    """The table's columns: drive, run, state and those of the kinds shown."""
+    return (*LEAD, *columns_for(s.kind for s in summaries))
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,8 @@ class RunSummary:
     iops: tuple[float, ...] = ()
     problems: tuple[str, ...] = ()
     events: str = ""  # the cliff and the events in words (docs/analysis.md)
+    kind: str = ""  # run.json kind ("" when unknown)
+    answer: Answer | None = None  # what the run answers (report/answer.py)
 
 
 def summarise(outcomes: list[DriveOutcome]) -> list[RunSummary]:
@@ -58,14 +71,17 @@ def summarise(outcomes: list[DriveOutcome]) -> list[RunSummary]:
     out: list[RunSummary] = []
     for d in outcomes:
         for r in d.runs:
-            base = RunSummary(d.drive, r.name, r.state, r.error, r.run_dir)
+            base = RunSummary(d.drive, r.name, r.state, r.error, r.run_dir,
+                              kind=_kind_of(r.name))
             if r.run_dir is None or not r.run_dir.is_dir():
                 out.append(base)
                 continue
             try:
                 a = analyse_run(r.run_dir)
                 data = load_run(r.run_dir, rebuild=False)
-                erase = _erase_text(r.run_dir / "run.json")
+                meta = _meta(r.run_dir / "run.json")
+                kind = str(meta.get("kind") or a.kind)
+                erase = _erase_text(meta)
                 iops = tuple(float(v) for v in data.iops["iops"]) if data.iops else ()
                 out.append(RunSummary(
                     d.drive, r.name, r.state, r.error, r.run_dir,
@@ -79,7 +95,8 @@ def summarise(outcomes: list[DriveOutcome]) -> list[RunSummary]:
                     trim_probes=(a.trim.clean_mib_s, a.trim.after_torture_mib_s,
                                  a.trim.after_trim_mib_s) if a.trim else None,
                     erase=erase, iops=iops, problems=a.problems,
-                    events=_events_line(a.iops, events_text)))
+                    events=_events_line(a.iops, events_text), kind=kind,
+                    answer=answer(kind, meta, a, state=r.state, error=r.error or "")))
             except Exception as exc:  # show the run, say why it has no numbers
                 out.append(RunSummary(d.drive, r.name, r.state, r.error, r.run_dir,
                                       problems=(f"analysis failed: {exc}",)))
@@ -98,11 +115,23 @@ def _events_line(it: Any, words: Any) -> str:
     return "; ".join(parts)
 
 
-def _erase_text(run_json: Path) -> str:
+def _kind_of(run: str) -> str:
+    """A run's kind from its name (``consistency-op25``), for a run without run.json."""
+    kind = run.split("-", maxsplit=1)[0]
+    return kind if kind in KIND_COLUMNS else ""
+
+
+def _meta(run_json: Path) -> dict[str, Any]:
+    """run.json, or {} when it cannot be read (the analysis says why)."""
     try:
-        erase = jsonfile.read(run_json).get("erase")
+        data = jsonfile.read(run_json)
     except (OSError, ValueError):
-        return "-"
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _erase_text(meta: dict[str, Any]) -> str:
+    erase = meta.get("erase")
     if not isinstance(erase, dict):
         return "-"
     method = erase.get("method", "?")
@@ -111,15 +140,64 @@ def _erase_text(run_json: Path) -> str:
     return f"{method}, {'verified' if erase.get('verified') else 'NOT verified'}"
 
 
-def summary_row(s: RunSummary) -> tuple[Text | str, ...]:
-    stalls = "-" if s.zero_seconds is None else f"{s.zero_seconds}s/{s.longest_stall_s}s"
+def steady_text(s: RunSummary) -> str:
     if s.steady_reached is None:
-        steady = "-"
-    else:
-        steady = fmt.duration(s.steady_state_at_s) if s.steady_reached else "not reached"
-    return (Text(shown(s.drive)), Text(shown(s.run)),
-            Text(s.state, style=STATE_STYLE.get(s.state, "")),
-            fmt.number(s.steady_mean), s.trim_verdict or "-", stalls, steady, s.erase)
+        return "-"
+    return fmt.duration(s.steady_state_at_s) if s.steady_reached else "not reached"
+
+
+def summary_row(s: RunSummary, columns: tuple[str, ...]) -> tuple[Text | str, ...]:
+    """The run's cells under ``columns``; a column of another kind of run: blank."""
+    stalls = "-" if s.zero_seconds is None else f"{s.zero_seconds}s/{s.longest_stall_s}s"
+    own = KIND_COLUMNS.get(s.kind, KIND_COLUMNS["consistency"])
+    cells = dict(s.answer.cells) if s.answer else {}
+    cells.update({"IOPS": fmt.number(s.steady_mean), "TRIM": s.trim_verdict or "-",
+                  "stalls": stalls, "steady at": steady_text(s)})
+    # the verdict column (capacity, grade, erase, speed) in the answer's colour
+    tone = TONE_STYLE[s.answer.tone] if s.answer and s.kind in VERDICT_KINDS else ""
+    out: list[Text | str] = [Text(shown(s.drive)), Text(shown(s.run)),
+                             Text(s.state, style=STATE_STYLE.get(s.state, ""))]
+    for c in columns[len(LEAD):]:
+        out.append(Text(shown(cells.get(c, "-")), style=tone if c == own[0] else "")
+                   if c in own else "")
+    return tuple(out)
+
+
+def answer_text(summaries: list[RunSummary]) -> Text:
+    """Each drive's answer, first on the screen: one line per drive, then the reasons
+    (the erase's, the grade's, the corners) and the erase record's file."""
+    t = Text()
+    drives = list(dict.fromkeys(s.drive for s in summaries))
+    for drive in drives:
+        mine = [s for s in summaries if s.drive == drive]
+        if t:
+            t.append("\n")
+        t.append(f"{shown(drive)}: ", style="bold")
+        for i, s in enumerate(mine):
+            if i:
+                t.append(" · ")
+            if s.answer is None:
+                t.append(f"{shown(s.run)} {s.state}",
+                         style=STATE_STYLE.get(s.state, ""))
+                continue
+            for j, part in enumerate(s.answer.parts()):
+                t.append((" · " if j else "") + shown(part.headline),
+                         style=TONE_STYLE[part.tone])
+        for s in mine:
+            a = s.answer
+            if a is None:
+                if s.error:
+                    t.append(f"\n  {shown(s.run)}: {shown(s.error)}", style="red")
+                continue
+            for part in a.parts():  # why, where it is not plainly good (80x25 is small);
+                # a speed run's four corners are its answer
+                if part.reason and part.kind in VERDICT_KINDS and (
+                        part.tone != "good" or part.kind == "speed"):
+                    t.append(f"\n  {shown(part.headline)}: {shown(part.reason)}",
+                             style="red" if part.tone == "bad" else "")
+            if a.record:  # in the run's folder, under the drive's folder named below
+                t.append(f"\n  erase record: {shown(s.run)}/{shown(a.record)}")
+    return t
 
 
 def trim_probes_text(probes: tuple[float | None, float | None, float | None]) -> str:
@@ -162,16 +240,14 @@ class ResultsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield TopBar()
-        yield Static("Analysing the results...", id="results-where")
+        yield Static("Analysing the results...", id="results-answer")
+        yield Static("", id="results-where")
         yield DataTable(id="results", cursor_type="row")
         yield Static("", id="results-detail")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#results", DataTable)
-        for c, width in COLUMN_WIDTHS.items():
-            table.add_column(c, key=c, width=width)
-        table.focus()
+        self.query_one("#results", DataTable).focus()
         self.load()
 
     @work(thread=True, exclusive=True, exit_on_error=False)
@@ -181,9 +257,13 @@ class ResultsScreen(Screen[None]):
     def on_results_loaded(self, message: ResultsLoaded) -> None:
         self.summaries = message.summaries
         table = self.query_one("#results", DataTable)
-        table.clear()
+        table.clear(columns=True)
+        columns = columns_of(self.summaries)
+        for c in columns:
+            table.add_column(c, key=c, width=COLUMN_WIDTHS[c])
         for i, s in enumerate(self.summaries):
-            table.add_row(*summary_row(s), key=str(i))
+            table.add_row(*summary_row(s, columns), key=str(i))
+        self.query_one("#results-answer", Static).update(answer_text(self.summaries))
         where = where_text(self.outcomes, self.root)
         for n in self.notes:
             where.append(f"\n{n}", style="yellow")
@@ -199,10 +279,17 @@ class ResultsScreen(Screen[None]):
             return
         s = self.summaries[max(0, min(table.cursor_row, len(self.summaries) - 1))]
         t = Text()
-        t.append(f"{s.drive} {s.run}: {s.state}", style="bold")
-        t.append(f"   steady mean {fmt.number(s.steady_mean)} IOPS   ")
-        steady = summary_row(s)[6]
-        t.append(f"steady state {steady}\n")
+        t.append(f"{shown(s.drive)} {shown(s.run)}: {s.state}", style="bold")
+        a = s.answer
+        if a is not None and s.kind in VERDICT_KINDS:
+            t.append(f"   {shown(a.headline)}\n", style=TONE_STYLE[a.tone])
+            if a.reason:
+                t.append(f"{shown(a.reason)}\n")
+        elif s.steady_mean is not None or s.steady_reached is not None:
+            t.append(f"   steady mean {fmt.number(s.steady_mean)} IOPS   ")
+            t.append(f"steady state {steady_text(s)}\n")
+        else:
+            t.append("\n")
         if s.zero_seconds is not None:
             t.append(f"stalls: {s.zero_seconds} s at zero IOPS, longest {s.longest_stall_s} s"
                      f"   erase: {s.erase}\n")

@@ -24,7 +24,7 @@ COLUMNS = tuple(COLUMN_WIDTHS)
 
 def progress_row(state: DriveRunState) -> tuple[Text | str, ...]:
     cur = state.current
-    done = sum(1 for s in state.stages if s.state == "done")
+    done = sum(1 for s in state.stages if s.state in ("done", "not available"))
     stage = cur.name if cur else f"{done}/{len(state.stages)} stages done"
     pct = "-" if cur is None or cur.fraction is None else f"{cur.fraction * 100:.0f}%"
     return (Text(shown(state.drive)), stage[:19], pct, fmt.duration(cur.eta_s if cur else None),

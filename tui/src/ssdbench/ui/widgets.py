@@ -12,9 +12,10 @@ from ssdbench.ui.state import DriveRunState
 STATE_STYLE = {
     "pending": "dim", "running": "bold yellow", "done": "green", "failed": "bold red",
     "cancelled": "bold magenta", "skipped": "dim", "waiting": "dim",
+    "not available": "yellow",  # no SMART on the drive: not a failure (stages/health.py)
 }
 STATE_MARK = {"pending": " ", "running": ">", "done": "+", "failed": "X", "cancelled": "C",
-              "skipped": "-", "waiting": " "}
+              "skipped": "-", "waiting": " ", "not available": "~"}
 
 
 class TopBar(Static):
