@@ -89,3 +89,24 @@ def test_the_record_link_is_a_file_of_the_run_folder_only() -> None:
         assert answer("erase", meta).record == ""
     good = {"erase_record": {"json": "record.json", "result": {"status": "PASS"}}}
     assert answer("erase", good).record == "record.json"
+
+
+def test_a_speed_run_reaches_summary_csv_and_index_html(tmp_path: Path) -> None:
+    """#45: the speed plan's answer in index.html too, through summary.csv's two trailing
+    columns (a schema's optional columns: older files lack them)."""
+    import csv
+
+    from ssdbench.report import render_drive, render_index
+    from tests.schema_check import check_csv
+
+    drive_dir, _ = write_speed(tmp_path / "s" / "ssdbench")
+    render_drive(drive_dir, svg=False)
+    root = drive_dir.parent
+    render_index(root, svg=False)
+    check_csv(root / "summary.csv")
+    rows = list(csv.DictReader((root / "summary.csv").open(encoding="utf-8")))
+    speed = [r for r in rows if r["run"] == "speed"]
+    assert speed and speed[0]["speed_verdict"] == "as fast as its class"
+    assert "SEQ1M Q8T1 read 520 MB/s" in speed[0]["speed_corners"]
+    index = (root / "index.html").read_text(encoding="utf-8")
+    assert "speed: as fast as its class</span>" in index

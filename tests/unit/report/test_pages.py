@@ -47,7 +47,7 @@ def test_index_leads_with_a_readable_summary(stick: Path):
     assert header == ["Drive", "Run", "Steady IOPS (mean ± sd)",
                       "Steady state, cliff and events", "Seconds at 0 IOPS",
                       "Longest stall", "TRIM verdict (probes: clean → after torture → "
-                      "after TRIM)", "Erase", "Grade, capacity check"]
+                      "after TRIM)", "Erase", "Grade, capacity check, speed"]
     by_run = {r[1].split()[0]: r for r in rows}
     cons, trim = by_run["consistency-default"], by_run["trim"]
     assert cons[0] == "Synthetic SSD 530 SYN1"

@@ -1091,7 +1091,7 @@ def _run_cell(r: Mapping[str, str]) -> Markup:
 OVERVIEW_HEADERS = ("Drive", "Run", "Steady IOPS (mean ± sd)",
                     "Steady state, cliff and events", "Seconds at 0 IOPS",
                     "Longest stall", "TRIM verdict (probes: clean → after torture → after TRIM)",
-                    "Erase", "Grade, capacity check")
+                    "Erase", "Grade, capacity check, speed")
 
 
 def overview_table(rows: Sequence[Mapping[str, str]]) -> str:
@@ -1126,6 +1126,12 @@ def _grade_cell(r: Mapping[str, str]) -> Markup | str:
         out += (("<br>" if out else "") + f"<span class=\"verdict {cls}\">"
                 f"{'FAKE: ' if fake else 'capacity: '}{esc(verdict)}</span>"
                 + (f" <span class=\"small\">{esc(holds)}</span>" if fake and holds else ""))
+    speed = r.get("speed_verdict") or ""
+    if speed:  # the speed plan's answer: its class verdict and the four corners
+        cls = {"as": "g-reuse", "be": "g-scrap"}.get(speed[:2], "")
+        out += (("<br>" if out else "") + f"<span class=\"verdict {cls}\">speed: "
+                f"{esc(speed)}</span> <span class=\"small\">"
+                f"{esc(r.get('speed_corners') or '')}</span>")
     return Markup(out) if out else "—"
 
 

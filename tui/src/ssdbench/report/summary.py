@@ -23,6 +23,7 @@ SUMMARY_COLUMNS = (
     "trim_clean_mb_s", "trim_after_torture_mb_s", "trim_after_trim_mb_s", "warnings",
     "steady_state_iops", "steady_start_s", "cliff_at_s", "cliff_plateau_iops", "throttles",
     "events", "grade", "grade_reasons", "authenticity", "real_capacity_bytes",
+    "speed_verdict", "speed_corners",
 )
 
 
@@ -83,7 +84,19 @@ def summary_row(report: DriveReport, run: RunAnalysis, meta: dict[str, Any]) -> 
         "events": events_text(it.events) if it and it.events else "",
         **grade_cells(meta),
         **authenticity_cells(meta),
+        **speed_cells(meta),
     }
+
+
+def speed_cells(meta: dict[str, Any]) -> dict[str, str]:
+    """The speed plan's verdict against the drive's class and its corners in MB/s (run.json
+    ``speed``, read as untrusted: the answer module's words)."""
+    if meta.get("kind") != "speed":
+        return {"speed_verdict": "", "speed_corners": ""}
+    from ssdbench.report.answer import answer
+
+    said = answer("speed", meta)
+    return {"speed_verdict": said.cells.get("speed", ""), "speed_corners": said.reason}
 
 
 def authenticity_cells(meta: dict[str, Any]) -> dict[str, str]:
