@@ -386,6 +386,41 @@ def test_fleet_page_from_a_webdav_store(dav: Nginx, tmp_path: Path) -> None:
     runs = {(r["bench"], r["serial"]) for r in rows}
     assert runs == {("bench-07", "DEMONVME0001"), ("bench-07", "DEMOSATA0001")}, rows
     assert "DEMONVME0001" in (out / "fleet.html").read_text()
+    # the index the build kept in the store (PUT + MOVE): the next build reads no run.json
+    index = dav.workdir / "root/store/lab1/_fleet/bench-07.csv.gz"
+    assert index.read_bytes()[:2] == b"\x1f\x8b"
+    again = tmp_path / "fleet2"
+    assert main(["fleet", "store", "--config", str(config), "--output", str(again)]) == 0
+    assert (again / "fleet.csv").read_text() == (out / "fleet.csv").read_text()
+
+
+def test_fleet_index_in_an_s3_store_by_etag(s3: S3Proxy, tmp_path: Path) -> None:
+    """#46: the fleet build keeps its index in the S3 store (lab1/_fleet/<bench>.csv.gz): a
+    second build reads no run.json, a run.json sent again with other content (another ETag)
+    is read again, and the rows equal a build that reads everything."""
+    from ssdbench.lab import fleetindex
+
+    make_bucket(s3, "fleet-index")
+    cfg = s3_config(s3, "fleet-index")
+    store = open_store(cfg)
+    assert StoreUploader(store, cfg, results_copy(tmp_path), "bench-07", print).sync() > 0
+    src = fleetindex.StoreSource(store, cfg.prefix)
+    out = tmp_path / "o"
+    out.mkdir()
+    first = fleetindex.build(src, out)
+    assert (first.runs, first.read) == (2, 2)
+    assert store.get("lab1/_fleet/bench-07.csv.gz")[:2] == b"\x1f\x8b"
+    assert fleetindex.build(src, out).read == 0
+    key = "lab1/bench-07/DEMONVME0001/20261125T062239Z/trim/run.json"
+    doc = json.loads(store.get(key))
+    doc["analysis"]["iops"]["steady"]["mean"] = 4242.0
+    store.put(key, json.dumps(doc).encode())
+    again = fleetindex.build(src, out)
+    assert again.read == 1 and ",4242," in (out / "fleet.csv").read_text()
+    full = tmp_path / "full"
+    full.mkdir()
+    fleetindex.build(src, full, use_index=False)
+    assert (full / "fleet.csv").read_text() == (out / "fleet.csv").read_text()
 
 
 class Dripping:

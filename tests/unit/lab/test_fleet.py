@@ -8,6 +8,8 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from ssdbench.cli import main
 from ssdbench.lab import fleet
 from ssdbench.lab.config import parse_store
@@ -76,13 +78,18 @@ def test_states_rows_and_charts(tmp_path: Path) -> None:
         "<body>")[1].replace("http://www.w3.org/2000/svg", "")  # self-contained
 
 
-def test_cli_writes_page_and_csv(tmp_path: Path, capsys: object) -> None:
+def test_cli_writes_page_and_csv(tmp_path: Path, capsys: object,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
     root = lab(tmp_path)
     assert main(["fleet", str(root), "-o", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "fleet.html").is_file()
     assert (tmp_path / "out" / "fleet.csv").read_text().startswith("bench,model,")
     assert check_csv(tmp_path / "out" / "fleet.csv")  # ssdbench/schemas/fleet.csv.schema.json
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
     assert main(["fleet", str(tmp_path / "out")]) == 2  # no bench there
+    assert list(here.iterdir()) == []  # and nothing written (-o is here)
 
 
 BAD_FILES = {

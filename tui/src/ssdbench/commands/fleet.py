@@ -24,7 +24,13 @@ def register(subparsers: Any) -> None:
             "compared by model. SOURCE is a folder holding <bench>/status.json and "
             "<bench>/<serial>/<run id>/... (a copy of the store's prefix), or the word "
             "'store' with --config FILE: the [store] of that kiosk config, read over the "
-            "network. Prints the page's path. Exit status 2 when SOURCE holds no bench."
+            "network. The rows of finished runs are kept in an index in the store "
+            "(_fleet/<bench>.csv.gz, written back by this command; for a folder, in "
+            "DIR/_fleet/, the folder is only read): a build reads only the "
+            "run.json files that are new or changed since. Every run is in fleet.csv and on "
+            "the search pages fleet-serials/ (and fleet-asset-tags/, fleet-lots/); the page "
+            "shows summaries and the newest 500 runs. Prints the page's path. Exit status 2 "
+            "when SOURCE holds no bench."
         ),
     )
     parser.add_argument("source", metavar="SOURCE", help="a folder, or 'store' with --config")
@@ -34,16 +40,20 @@ def register(subparsers: Any) -> None:
                         help="where fleet.html and fleet.csv go (default: here)")
     parser.add_argument("--silent-after", type=float, default=120.0, metavar="SECONDS",
                         help="a running bench whose status is older is 'silent' (default 120)")
+    parser.add_argument("--no-index", action="store_true",
+                        help="read every run.json, neither read nor write the index (in "
+                        "the store under _fleet/, or for a folder in DIR/_fleet/: docs/lab.md)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ssdbench.lab import fleet
+    from ssdbench.lab import fleet, fleetindex
     from ssdbench.results import atomic
 
+    source: fleetindex.Source
     if args.source == "store" and args.config is not None:
         from ssdbench.kiosk.config import ConfigError, load_config
-        from ssdbench.lab.store import StoreError, open_store
+        from ssdbench.lab.store import open_store
 
         try:
             cfg = load_config(args.config).store
@@ -53,32 +63,37 @@ def run(args: argparse.Namespace) -> int:
         if cfg is None:
             print(f"ssdbench fleet: {args.config} has no [store]", file=sys.stderr)
             return int(ExitCode.USAGE)
-        try:
-            entries = fleet.store_entries(open_store(cfg), cfg.prefix)
-        except StoreError as exc:
-            print(f"ssdbench fleet: {exc}", file=sys.stderr)
-            return int(ExitCode.FAILURE)
+        source = fleetindex.StoreSource(open_store(cfg), cfg.prefix)
     elif Path(args.source).is_dir():
-        entries = fleet.folder_entries(Path(args.source))
+        source = fleetindex.FolderSource(Path(args.source), index=args.output / "_fleet",
+                                         use_dirs=not args.no_index)
     else:
         print(f"ssdbench fleet: {args.source}: no such folder (or give 'store' with "
               "--config FILE)", file=sys.stderr)
         return int(ExitCode.USAGE)
-    result = fleet.build(entries, silent_after_s=args.silent_after)
-    if not result.benches:
-        print(f"ssdbench fleet: {args.source}: no bench found (no <bench>/status.json, "
-              "no <bench>/<serial>/<run id>/.../run.json)", file=sys.stderr)
-        return int(ExitCode.USAGE)
+    from ssdbench.lab.store import StoreError
+
     args.output.mkdir(parents=True, exist_ok=True)
     try:  # inside -o only, never through a link there
-        atomic.write_text(args.output / "fleet.csv", fleet.fleet_csv(result), root=args.output)
+        built = fleetindex.build(source, args.output, silent_after_s=args.silent_after,
+                                 use_index=not args.no_index)
+        result = built.fleet
+        if not result.benches:
+            print(f"ssdbench fleet: {args.source}: no bench found (no <bench>/status.json, "
+                  "no <bench>/<serial>/<run id>/.../run.json)", file=sys.stderr)
+            return int(ExitCode.USAGE)
         page = args.output / "fleet.html"
         atomic.write_text(page, fleet.fleet_html(result), root=args.output)
+    except StoreError as exc:
+        print(f"ssdbench fleet: {exc}", file=sys.stderr)
+        return int(ExitCode.FAILURE)
     except OSError as exc:
         print(f"ssdbench fleet: {shown(str(exc))}", file=sys.stderr)
         return int(ExitCode.FAILURE)
     if result.skipped:
         print(f"ssdbench fleet: {len(result.skipped)} file(s) left out (named on the page), "
               f"first: {shown(result.skipped[0])}", file=sys.stderr)
+    print(f"ssdbench fleet: {built.runs:,} runs, {built.read:,} run.json read (the others "
+          "from the index)", file=sys.stderr)
     print(page)
     return int(ExitCode.OK)

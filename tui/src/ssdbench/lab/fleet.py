@@ -16,7 +16,9 @@ import json
 import math
 import os
 import statistics
-from collections.abc import Callable, Iterable
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -53,10 +55,62 @@ class Bench:
 @dataclass
 class Fleet:
     benches: dict[str, Bench]
+    # every run (a small fleet), or the newest ones (lab/fleetindex.py: `summary` has all)
     rows: list[dict[str, str]]
     generated: str
     # files left out, as "<key>: why": a bench's bad file never stops the page
     skipped: list[str] = field(default_factory=list)
+    summary: Summary | None = None  # of every run; None: made from `rows`
+    total_runs: int | None = None  # None: len(rows)
+
+
+class Summary:
+    """What the page shows of every run, fed one row at a time (a million rows never held):
+    counts per bench, per model and per lot, and the steady IOPS of every finished run by
+    (drive name, run name), for the charts and the baseline."""
+
+    def __init__(self) -> None:
+        self.benches: dict[str, list[int]] = {}  # runs, done, failed
+        self.models: dict[str, list[int]] = {}  # runs, done, failed, fake capacity
+        self.lots: dict[str, list[int]] = {}  # runs, done, failed, fake capacity
+        self.iops: dict[tuple[str, str], array[float]] = {}
+        self.lot_iops: dict[tuple[str, str], array[float]] = {}
+        self.sorted: dict[tuple[str, str], list[float]] = {}
+        # the search pages (lab/fleetindex.py): folder -> {page: runs}
+        self.search: dict[str, dict[str, int]] = {}
+
+    def add(self, r: Mapping[str, str]) -> None:
+        state = r["state"]
+        done, failed = state == "done", state in ("failed", "damaged")
+        fake = r.get("authenticity") in FAKE_VERDICTS
+        name = r["model"] or drive_name(r)
+        lot = r.get("lot")
+        for table, key in ((self.benches, r["bench"]), (self.models, name), (self.lots, lot)):
+            if key:
+                c = table.get(key)
+                if c is None:
+                    c = table[key] = [0, 0, 0, 0]
+                c[0] += 1
+                c[1] += done
+                c[2] += failed
+                c[3] += fake
+        if done and r["steady_iops"]:
+            value = _num(_float(r["steady_iops"]))
+            if value is not None and value > 0:
+                run = r["run"]
+                values = self.iops.get((name, run))
+                if values is None:
+                    values = self.iops[(name, run)] = array("d")
+                values.append(value)
+                if lot:
+                    self.lot_iops.setdefault((lot, run), array("d")).append(value)
+
+    def values(self, name: str, run: str) -> list[float]:
+        """The steady IOPS of ``name``'s finished ``run`` runs, sorted."""
+        key = (name, run)
+        if key not in self.sorted:
+            self.sorted[key] = sorted(self.iops.get(key, ()))
+        return self.sorted[key]
 
 
 def folder_entries(root: Path) -> dict[str, Loader]:
@@ -342,7 +396,7 @@ def _table(head: Iterable[str], rows: Iterable[Iterable[str]], numeric: set[int]
     return "".join(out)
 
 
-def drive_name(r: dict[str, str]) -> str:
+def drive_name(r: Mapping[str, str]) -> str:
     """What a row's drive is called: its model, or, for a drive that reports none (a USB
     bridge, a counterfeit), what is known of it."""
     if r.get("model"):
@@ -357,11 +411,15 @@ def model_chart(rows: list[dict[str, str]], run: str, limit: int = 25) -> str:
     """Inline SVG: per model, the steady IOPS of every run named ``run`` — a bar to the
     median, a line from min to max, n runs — on a log scale of whole decades, so that a
     100-IOPS drive and a 35,000-IOPS one are both visible."""
-    by_model: dict[str, list[float]] = {}
+    summary = Summary()
     for r in rows:
-        value = _num(_float(r["steady_iops"]))
-        if r["run"] == run and value is not None and value > 0 and r["state"] == "done":
-            by_model.setdefault(drive_name(r), []).append(value)
+        summary.add(r)
+    return summary_chart(summary, run, limit)
+
+
+def summary_chart(summary: Summary, run: str, limit: int = 25) -> str:
+    """:func:`model_chart` of every run a :class:`Summary` was fed."""
+    by_model = {name: summary.values(name, r) for name, r in summary.iops if r == run}
     if not by_model:
         return ""
     models = sorted(by_model, key=lambda m: (-len(by_model[m]), m))[:limit]
@@ -379,7 +437,7 @@ def model_chart(rows: list[dict[str, str]], run: str, limit: int = 25) -> str:
     for i, m in enumerate(models):
         vals = by_model[m]
         y = 20 + i * row_h
-        med, low, high = statistics.median(vals), min(vals), max(vals)
+        med, low, high = statistics.median(vals), vals[0], vals[-1]
         out.append(f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end">{_e(m[:44])}</text>'
                    f'<rect x="{label_w}" y="{y + 3}" width="{x(med) - label_w:.1f}" '
                    f'height="{row_h - 8}" fill="#4a90d9"/>'
@@ -413,6 +471,12 @@ def _iops_text(mean: str, stddev: str) -> str:
 
 
 def fleet_html(fleet: Fleet) -> str:
+    summary = fleet.summary
+    if summary is None:
+        summary = Summary()
+        for r in fleet.rows:
+            summary.add(r)
+    total = len(fleet.rows) if fleet.total_runs is None else fleet.total_runs
     benches = sorted(fleet.benches.values(), key=lambda b: b.name)
     counts: dict[str, int] = {}
     for b in benches:
@@ -424,7 +488,7 @@ def fleet_html(fleet: Fleet) -> str:
              f"</title><style>{CSS}</style></head><body><h1>ssdbench fleet</h1>"
              f"<p class='small'>Built {_e(fleet.generated)}: {len(benches)} benches ("
              + ", ".join(f"{n} {_e(s)}" for s, n in sorted(counts.items()))
-             + f"), {len(fleet.rows)} runs. A running bench that sent no status for "
+             + f"), {total:,} runs. A running bench that sent no status for "
              f"{SILENT_AFTER_S:.0f} s is <b>silent</b>.</p>", "<h2>Benches</h2>"]
     parts.append(_table(
         ("bench", "machine", "state", "plan", "last event", "errors", "status sent", "store",
@@ -448,14 +512,21 @@ def fleet_html(fleet: Fleet) -> str:
               _fmt(_num(d.get("percent")), 1), _fmt(_num(d.get("iops"))),
               _eta(_num(d.get("eta_s"))))
              for b, d in live), {6, 7, 8}))
-    runs = sorted({r["run"] for r in fleet.rows})
-    charts = [(run, model_chart(fleet.rows, run)) for run in runs]
+    runs = sorted({run for _, run in summary.iops})
+    charts = [(run, summary_chart(summary, run)) for run in runs]
     if any(svg for _, svg in charts):
         parts.append("<h2>Models compared</h2>")
         parts.extend(f"<h3>{_e(run)}</h3>{svg}" for run, svg in charts if svg)
-    parts.append("<h2>Every drive tested</h2><p class='small'>The same table as "
-                 "fleet.csv, newest first.</p>")
-    baseline = off_baseline(fleet.rows)
+    parts.extend(_summary_tables(summary, runs))
+    if len(fleet.rows) < total:
+        parts.append(f"<h2>The newest {len(fleet.rows):,} runs</h2><p class='small'>Every "
+                     f"run ({total:,}) is in fleet.csv (grouped by bench, newest first), and "
+                     "on the search pages above, by serial"
+                     + (", asset tag and lot" if len(summary.search) > 1 else "") + ".</p>")
+    else:
+        parts.append("<h2>Every drive tested</h2><p class='small'>The same runs as "
+                     "fleet.csv, newest first.</p>")
+    baseline = off_baseline(fleet.rows, summary)
     if baseline:
         parts.append(f"<p class='small'>{len(baseline)} run(s) far from their model's other "
                      f"runs (steady IOPS {BASELINE_FAR:.0%} or more from their median, at "
@@ -486,31 +557,95 @@ def fleet_html(fleet: Fleet) -> str:
     return "".join(parts)
 
 
+SUMMARY_LIMIT = 200  # models or lots in their table, most runs first
+
+
+def _summary_tables(summary: Summary, runs: list[str]) -> list[str]:
+    """The search pages' links, then runs by bench, by model (with the median steady IOPS
+    of each run name) and by lot, when any run names one."""
+    parts = []
+    if summary.search:
+        names = {"serials": "serial", "asset-tags": "asset tag", "lots": "lot"}
+        parts.append("<h2>Find a run</h2><p>Every run, on pages by the first characters of "
+                     "its " + ", ".join(
+                         f"<a href='fleet-{_e(folder)}/index.html'>{_e(names.get(folder, folder))}"
+                         f"</a> ({len(pages):,} pages)"
+                         for folder, pages in sorted(summary.search.items())) + ".</p>")
+    parts.append("<h2>Runs by bench</h2>")
+    parts.append(_table(("bench", "runs", "done", "failed or damaged"),
+                        ((_e(name), f"{c[0]:,}", f"{c[1]:,}", f"{c[2]:,}")
+                         for name, c in sorted(summary.benches.items())), {1, 2, 3}))
+
+    def medians(name: str, table: dict[tuple[str, str], array[float]]) -> list[str]:
+        cells = []
+        for run in runs:
+            vals = table.get((name, run))
+            cells.append(f"{statistics.median(vals):,.0f} (n={len(vals):,})" if vals else "")
+        return cells
+
+    for title, counts, iops in (("model", summary.models, summary.iops),
+                                ("lot", summary.lots, summary.lot_iops)):
+        if not counts:
+            continue
+        top = sorted(counts, key=lambda k: (-counts[k][0], k))[:SUMMARY_LIMIT]
+        more = len(counts) - len(top)
+        parts.append(f"<h2>Runs by {title}</h2><p class='small'>Steady IOPS: the median of "
+                     "the finished runs of each name, and how many."
+                     + (f" The {len(top)} {title}s with most runs ({more:,} more in "
+                        "fleet.csv)." if more else "") + "</p>")
+        parts.append(_table(
+            (title, "runs", "done", "failed or damaged", "fake capacity",
+             *(f"{run} steady IOPS" for run in runs)),
+            ((_e(k), f"{counts[k][0]:,}", f"{counts[k][1]:,}", f"{counts[k][2]:,}",
+              f"{counts[k][3]:,}", *medians(k, iops)) for k in top),
+            set(range(1, 5 + len(runs)))))
+    return parts
+
+
 BASELINE_FAR = 0.30  # steady IOPS this far from the model's median is named
 BASELINE_MIN_OTHERS = 3  # runs of the same model and run name it is compared with
 
 
-def off_baseline(rows: list[dict[str, str]]) -> dict[int, str]:
+def off_baseline(rows: list[dict[str, str]], summary: Summary | None = None
+                 ) -> dict[int, str]:
     """Runs far from their model's fleet baseline: (id of the row) -> what to say. The
     baseline is the median steady IOPS of the model's OTHER finished runs of the same name
-    (a drive does not pull its own baseline), with at least BASELINE_MIN_OTHERS of them."""
-    groups: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    (a drive does not pull its own baseline), with at least BASELINE_MIN_OTHERS of them;
+    the runs are ``summary``'s (every run of the fleet), else ``rows``."""
+    if summary is None:
+        summary = Summary()
+        for r in rows:
+            summary.add(r)
+    out: dict[int, str] = {}
     for r in rows:
         value = _num(_float(r["steady_iops"]))
-        if r["model"] and r["state"] == "done" and value is not None and value > 0:
-            groups.setdefault((r["model"], r["run"]), []).append((id(r), value))
-    out: dict[int, str] = {}
-    for members in groups.values():
-        for key, value in members:
-            others = [v for k, v in members if k != key]
-            if len(others) < BASELINE_MIN_OTHERS:
-                continue
-            median = statistics.median(others)
-            ratio = value / median - 1
-            if abs(ratio) >= BASELINE_FAR:
-                out[key] = (f"{abs(ratio):.0%} {'below' if ratio < 0 else 'above'} its model "
-                            f"(median {median:,.0f} of {len(others)} others)")
+        if not (r["model"] and r["state"] == "done" and value is not None and value > 0):
+            continue
+        vals = summary.values(r["model"], r["run"])
+        median, n = _median_without(vals, value)
+        if n < BASELINE_MIN_OTHERS:
+            continue
+        ratio = value / median - 1
+        if abs(ratio) >= BASELINE_FAR:
+            out[id(r)] = (f"{abs(ratio):.0%} {'below' if ratio < 0 else 'above'} its model "
+                          f"(median {median:,.0f} of {n} others)")
     return out
+
+
+def _median_without(vals: list[float], value: float) -> tuple[float, int]:
+    """The median of the sorted ``vals`` with one ``value`` taken out, and how many are
+    left (``vals`` whole when ``value`` is not in it)."""
+    i = bisect_left(vals, value)
+    skip = i if i < len(vals) and vals[i] == value else len(vals)
+    n = len(vals) - (skip < len(vals))
+    if n == 0:
+        return 0.0, 0
+
+    def at(k: int) -> float:
+        return vals[k if k < skip else k + 1]
+
+    mid = n // 2
+    return (at(mid) if n % 2 else (at(mid - 1) + at(mid)) / 2), n
 
 
 def _capacity(row: dict[str, str]) -> str:

@@ -139,6 +139,18 @@ class S3Store:
         except Exception as exc:
             raise self._error(f"listing {prefix}", exc) from None
 
+    def tagged_keys(self, prefix: str) -> dict[str, str]:
+        """:meth:`keys` with each object's ETag (the fleet index's version of a file)."""
+        try:
+            pages = self._s3().get_paginator("list_objects_v2").paginate(
+                Bucket=self.cfg.bucket, Prefix=prefix)
+            return {o["Key"]: str(o.get("ETag", "")) for page in pages
+                    for o in page.get("Contents", []) if not o["Key"].endswith("/")}
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise self._error(f"listing {prefix}", exc) from None
+
 
 class HttpStore:
     """Plain HTTP(S) PUT (``http``) or WebDAV PUT + MOVE (``webdav``) under the endpoint."""
