@@ -17,7 +17,7 @@ from ssdbench.grade.capacity import drive_capacity
 from ssdbench.record.build import FAIL, build_record
 from ssdbench.record.chain import link_seal_write
 from ssdbench.record.write import RECORD_JSON, append_session_csv, seal, write_record_files
-from ssdbench.stages.base import RunContext, StageFailed, with_drive_state
+from ssdbench.stages.base import RunContext, StageFailed, StageNotAvailable, with_drive_state
 from ssdbench.stages.discard import EraseStage
 from ssdbench.stages.grade import grade_now
 from ssdbench.stages.health import HealthStage
@@ -131,7 +131,13 @@ def _authenticity(ctx: RunContext) -> dict[str, Any] | None:
 
 
 def _health(ctx: RunContext, phase: str) -> Any:
-    HealthStage(phase).execute(ctx)
+    """The drive's counters around the erase; a drive without SMART (a loop device, a USB
+    bridge) has none: recorded as not available, and the erase goes on (the health stage's
+    StageNotAvailable stops a stage of its own, never the erase inside this one)."""
+    try:
+        HealthStage(phase).execute(ctx)
+    except StageNotAvailable:
+        pass
     return (ctx.record.data.get("health") or {}).get(phase)
 
 
