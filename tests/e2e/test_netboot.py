@@ -221,6 +221,8 @@ def parses(key: str, data: bytes) -> None:
         assert b"<html" in data[:2000].lower(), key
     elif key.endswith(".png"):
         assert data.startswith(b"\x89PNG"), key
+    elif key.endswith(".pdf"):  # the batch page (#45), a certificate
+        assert data.startswith(b"%PDF-"), key
     else:
         data.decode("utf-8")  # logs, job files, fio output: text
 

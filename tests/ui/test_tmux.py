@@ -103,10 +103,14 @@ def shrink_quick_plan(screen: Screen, wait_s: float,
     second is never invented), OP 0, 4 MiB probes, 5 s of TRIM idle (the settle after the
     torture and the wait after the TRIM: 60 s each by default, two idle minutes of every
     run), each value typed into its field and seen there; the screen once the run list
-    shows ``runs``."""
+    shows ``runs``. The form shows only the fields of the preset's runs (#45): without a
+    consistency run there is no torture or OP levels field to Tab to."""
+    consistency = "consistency" in runs
     for label, value in (("Torture (s)", "5"), ("TRIM torture (s)", "5"),
                          ("OP levels (%)", "0"), ("Probe (GiB)", "0.004"),
                          ("TRIM idle (s)", "5")):
+        if not consistency and label in ("Torture (s)", "OP levels (%)"):
+            continue
         screen.key("Tab")
         screen.type(value)
         screen.wait(field_shows(label, value), wait_s)
