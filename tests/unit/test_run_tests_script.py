@@ -77,11 +77,23 @@ def test_longest_first_needs_first_and_alone_never_beside_qemu(rt: ModuleType) -
 
 def test_a_light_job_runs_on_its_own_lane_the_others_at_sched_idle_and_cpu_counted(
         rt: ModuleType) -> None:
-    light = job(rt, "known", 0.9, light=True)
+    # Each job says it runs (a marker in TMPDIR) and waits, at most 60 s, for the markers of
+    # the others it must overlap: so all three are alive at one moment on any host (a CI
+    # run beside guests started the light job after the 20,000-step spin had ended; a
+    # scheduler that ran them one after the other fails on the wait's exit 1, not a race)
+    def waiting(me: str, others: str) -> str:
+        cond = " || ".join(f"[ ! -e \"$TMPDIR/{o}\" ]" for o in others.split())
+        return (f"touch \"$TMPDIR/{me}\"; n=0; while {cond}; do n=$((n+1)); "
+                "[ $n -gt 6000 ] && exit 1; sleep 0.01; done; ")
+
+    light = rt.Job("known", ["sh", "-c", waiting("known", "spin unit") + "echo known"], 0.9,
+                   pytest=False, light=True)
     # /proc/PID/stat's 41st field: the scheduling policy (5: SCHED_IDLE)
-    spin = rt.Job("spin", ["sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; "
+    spin = rt.Job("spin", ["sh", "-c", waiting("spin", "known")
+                           + "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; "
                            "cut -d' ' -f41 /proc/self/stat"], 0.5, pytest=False)
-    unit = job(rt, "unit", 0.2)
+    unit = rt.Job("unit", ["sh", "-c", waiting("unit", "known") + "echo unit"], 0.2,
+                  pytest=False)
     policy = rt.Job("policy", ["cut", "-d ", "-f41", "/proc/self/stat"], 0.1, pytest=False,
                     light=True)
     run(rt, [light, spin, unit, policy])
