@@ -130,7 +130,8 @@ class KioskConfig:
 
 
 # every top-level key the validator accepts (docs/kiosk.md "Config keys" lists each)
-KEYS = ("plan", "select", "destroy", "on_finish", "svg", "params", "store", "station", "speed")
+KEYS = ("plan", "select", "destroy", "on_finish", "svg", "params", "store", "station", "speed",
+        "jobs", "fields", "post")
 STATION_KEYS = ("idle_minutes", "drives")
 
 

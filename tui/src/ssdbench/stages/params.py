@@ -126,6 +126,14 @@ class RunParams:
     """Erase record: the customer (whose drives these are)."""
     asset_tag: str = ""
     """Erase record: the asset tag / property number."""
+    lot: str = ""
+    """Erase record: the lot the drive came in (the lab's batch of drives handed on together)."""
+    extra_fields: tuple[tuple[str, str], ...] = ()
+    """The lab's own fields (``[fields]`` in the kiosk config): (name, value) pairs typed at
+    intake or given by a job, carried into the record, the certificate and summary.csv."""
+    job: str = ""
+    """The lab's job that chose this drive's plan (``[jobs]``: its id), empty: the bench's
+    default plan."""
     record_key: str = ""
     """Erase record: the lab's Ed25519 private key: a PEM file not on the results stick, or an
     http(s) URL fetched into memory when the kiosk or `ssdbench run` starts (docs/security.md);
