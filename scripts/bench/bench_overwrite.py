@@ -4,14 +4,16 @@
 On a loop device backed by a file on tmpfs (/dev/shm; root: losetup), in pairs whose order
 alternates, after one uncounted warm-up of each:
 
-* ``overwrite_mb_s``: ``overwrite_pass`` (random pattern: AES-128-CTR) over the whole device;
+* ``overwrite_mb_s``: ``overwrite_pass`` (random pattern: an AES-128-CTR block, sectors
+  stamped) over the whole device;
 * ``fio_seq_write_mb_s``: ``fio --rw=write --bs=1M --direct=1`` over the same device
   (``fio_seq_write_8m_mb_s``: the same with --bs=8M, the overwrite's own write size);
 * ``overwrite_vs_fio``: the mean overwrite over the mean fio 1M (goal >= 0.95);
 * ``overwrite_zero_mb_s``, ``overwrite_zero_vs_fio``: the same pass with the ``zero``
   pattern (no key stream: the write path alone);
 * ``overwrite_cpu_percent``: the overwrite's process CPU over its wall time, % of one core
-  (the kernel's copy into tmpfs included); ``prng_cpu_s_per_gib``: the key stream alone;
+  (the kernel's copy into tmpfs included); ``prng_cpu_s_per_gib``: the pattern alone (the
+  sectors' stamps; the key block is made once);
   ``prng_cpu_percent_at_<N>mb_s``: what that is at a drive's N MB/s (goal < 5);
 * ``verify_1pct_vs_overwrite_percent``: the sampled verification of 1% over the pass's
   time (goal < 2).
@@ -101,15 +103,15 @@ def main() -> int:
             c = ow.verify_sample(ow.Device(dev), SIZE, 512, pattern, 1.0, seed=seed)
             assert c.passed, c
             checks.append(c.seconds)
-        # the key stream alone, into one 8 MiB buffer, 1 GiB
+        # the pattern alone, as the pass makes it: 1 GiB of 8 MiB writes, each restamped
         import mmap
 
         buf = mmap.mmap(-1, ow.CHUNK_BYTES + mmap.PAGESIZE)
-        zeros = bytes(ow.CHUNK_BYTES)
+        pattern.fill(0, buf, ow.CHUNK_BYTES)
         n = (1 << 30) // ow.CHUNK_BYTES
         c0 = time.process_time()
         for k in range(n):
-            pattern.fill(k * ow.CHUNK_BYTES, buf, ow.CHUNK_BYTES, zeros)
+            pattern.restamp(k * ow.CHUNK_BYTES, buf, ow.CHUNK_BYTES)
         prng = time.process_time() - c0
         buf.close()
     finally:

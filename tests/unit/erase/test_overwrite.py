@@ -37,6 +37,34 @@ def sata(frozen: bool = True, locked: bool = False, transport: str = "sata") -> 
                              expired=False, enhanced_supported=True))
 
 
+def test_every_sector_of_the_random_pattern_is_distinct_and_incompressible() -> None:
+    """The key block repeats every 8 MiB; the sector stamp keeps each 512-byte sector apart
+    (a deduplicating drive cannot shortcut the pass), across the block's seam too."""
+    import zlib
+
+    p = ow.Pattern.new("random", SEED)
+    span = 2 * ow.CHUNK_BYTES + 64 * 1024  # over two seams of the repeated block
+    data = p.expected(0, span)
+    sectors = [data[i:i + 512] for i in range(0, span, 512)]
+    assert len(set(sectors)) == len(sectors)
+    assert data[ow.CHUNK_BYTES + 8:ow.CHUNK_BYTES + 512] == data[8:512]  # the block repeats
+    assert len(zlib.compress(data[:MIB], 6)) > 0.99 * MIB
+    # any sector-aligned window equals the same bytes of the whole, across the seam
+    at = ow.CHUNK_BYTES - 3 * 512
+    assert p.expected(at, 8 * 512) == data[at:at + 8 * 512]
+    with pytest.raises(EraseError, match="not whole sectors"):
+        p.expected(100, 512)
+
+
+def test_the_pass_restamps_each_write_as_the_whole_pattern_says(tmp_path: Path) -> None:
+    path = tmp_path / "disk"
+    size = 2 * ow.CHUNK_BYTES + 5 * 4096  # the last write cut short
+    path.write_bytes(bytes(size))
+    pattern = ow.Pattern.new("random", SEED)
+    ow.overwrite_pass(ow.Device(str(path)), size, 512, pattern)
+    assert path.read_bytes() == pattern.expected(0, size)
+
+
 def test_a_frozen_sata_drive_falls_back_to_the_overwrite_when_the_plan_allows_it() -> None:
     with pytest.raises(NoEraseMethod, match="overwrite"):  # the advice names it
         choose_method(sata())
