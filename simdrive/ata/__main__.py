@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--model", default=None)
     c.add_argument("--firmware", default=None)
     c.add_argument("--frozen", action="store_true", help="security frozen at every power-on")
+    c.add_argument("--no-sanitize", action="store_true",
+                   help="no Sanitize feature set (IDENTIFY word 59; SANITIZE aborted)")
     c.add_argument("--power-cut-after", choices=["", "set-pass"], default="",
                    help="cut the guest's power when SECURITY SET PASSWORD arrives")
     c.add_argument("--user-password", default=None,
@@ -60,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             model=model, serial=serial, firmware=firmware, size_bytes=args.size_mib << 20,
             frozen_at_power_on=args.frozen, power_cut_after=args.power_cut_after,
             smart=args.smart, self_test_seconds=args.self_test_seconds,
+            sanitize=not args.no_sanitize,
         ))
         if args.user_password is not None:
             drive.nv.user_password = args.user_password.encode().ljust(32, b"\0").hex()

@@ -92,6 +92,7 @@ class Config:
     power_cut_after: str = ""  # "set-pass": the guest powers off after SET PASSWORD
     smart: str = "healthy"  # the SMART profile (simdrive/ata/smart.py): healthy or worn
     self_test_seconds: float = 12.0  # a short self-test's length (extended: four times)
+    sanitize: bool = True  # the Sanitize feature set (False: a drive with security erase only)
 
 
 @dataclass
@@ -220,7 +221,7 @@ class AtaDrive:
         w[49] = 0x0F00  # LBA, DMA, IORDY
         w[53] = 0x0007
         # Sanitize: supported (12), crypto (13), block (15); multiple-sector setting valid.
-        w[59] = 0x1000 | 0x2000 | 0x8000 | 0x0101
+        w[59] = (0x1000 | 0x2000 | 0x8000 if self.config.sanitize else 0) | 0x0101
         w[60], w[61] = min(n, 0x0FFFFFFF) & 0xFFFF, min(n, 0x0FFFFFFF) >> 16
         w[63], w[64] = 0x0007, 0x0003
         w[65] = w[66] = w[67] = w[68] = 120
@@ -488,6 +489,8 @@ class AtaDrive:
 
     def _sanitize(self, tf: TaskFile) -> Outcome:
         feat, key = tf.features & 0xFF, tf.lba & 0xFFFFFFFF
+        if not self.config.sanitize:
+            return _abort("SANITIZE refused: the Sanitize feature set is not supported")
         if feat == SAN_STATUS:
             flags = SAN_SUCCEEDED if self.nv.sanitize_succeeded else 0
             if self.vol.sanitize_frozen:

@@ -1,7 +1,7 @@
 """Runs INSIDE the QEMU guest (test_ata_emu_qemu.py): ssdbench's erase of the emulated ATA
 drive (simdrive/ata behind tcm_loop) with the real hdparm.
 
-    python guest_ata_erase.py OUT_DIR DEVICE [METHOD]
+    python guest_ata_erase.py OUT_DIR DEVICE [METHOD [FALLBACK]]
 
 Discovery with the drive's ATA pass-through opt-in, then ``erase_drive`` with the password
 journal in OUT_DIR/journal.json (kept across boots) and every command in OUT_DIR/log.txt.
@@ -26,6 +26,7 @@ NONCE = bytes.fromhex("a7a5ec0de0000001")
 def main() -> int:
     out, device = Path(sys.argv[1]), sys.argv[2]
     method = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
+    fallback = sys.argv[4] if len(sys.argv) > 4 else "fail"  # erase_fallback: "overwrite"
     out.mkdir(parents=True, exist_ok=True)
     scratch = out / "scratch"
     scratch.mkdir(exist_ok=True)
@@ -39,7 +40,8 @@ def main() -> int:
     try:
         record = erase_drive(
             host, target, method=method, journal=JsonPasswordJournal(out / "journal.json"),
-            options=EraseOptions(nonce=NONCE, poll_interval_s=0.2), scratch=scratch,
+            options=EraseOptions(nonce=NONCE, poll_interval_s=0.2, erase_fallback=fallback,
+                                 overwrite_verify_percent=10.0), scratch=scratch,
         )
     except EraseError as exc:
         (out / "error.txt").write_text(f"{type(exc).__name__}: {exc}\n")

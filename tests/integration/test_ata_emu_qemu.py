@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from simdrive.ata.drive import AtaDrive, Config
+from ssdbench.record.nist import sanitization_for
 from tests.integration.qemu_helper import GuestRun, run_guest
 
 GUEST = Path(__file__).with_name("guest_ata_erase.py")
@@ -314,3 +316,38 @@ def test_worn_drive_graded_scrap_its_self_test_run_with_progress(tmp_path: Path)
     text = run.read("smartctl-x.txt")
     assert "SMART overall-health self-assessment test result: FAILED!" in text, text[-3000:]
     assert "Short offline       Completed: read failure" in text, text[-3000:]
+
+
+def test_a_frozen_drive_without_sanitize_is_cleared_by_overwrite_when_the_plan_allows(
+        tmp_path: Path) -> None:
+    """#44: the BIOS froze the drive (FREEZE LOCK at power-on) and it has no Sanitize feature
+    set, so no firmware erase can run. Without the fallback the erase refuses and names the
+    overwrite; with ``erase_fallback = "overwrite"`` every block is written through the real
+    kernel and checked by sampling, and the record says Clear (overwrite)."""
+    work = tmp_path / "vm"
+    make_drive(work / "share", size_bytes=(16 << 20) + 7 * 512, frozen_at_power_on=True,
+               sanitize=False)  # an odd size: the last write is cut short
+    run = boot(work, "\n".join([
+        'dd if=/dev/urandom of="$dev" bs=1M count=4 oflag=direct status=none',
+        erase("refused"),
+        f'{PY} {GUEST} /run/out/fallback "$dev" "" overwrite; echo "fallback rc=$?"',
+    ]))
+    log = ok(run)
+    assert "fallback rc=0" in log, log[-3000:]
+    error = run.read("refused/error.txt")
+    assert "no secure erase possible" in error and "overwrite" in error, error
+    rec = record(run, "fallback")
+    assert rec["method"] == "overwrite" and rec["verified"] is True, rec
+    over = rec["overwrite"]
+    assert isinstance(over, dict) and over["bytes_written"] == (16 << 20) + 7 * 512, over
+    assert over["bad_blocks"] == 0 and over["verification"]["passed"] is True, over
+    assert "no firmware erase: security is frozen" in str(rec["steps"]), rec["steps"]
+    # what the signed record will say of it (record/nist.py): Clear, with NIST's note on flash
+    san = sanitization_for(str(rec["method"]), "flash memory")
+    assert san.category == "Clear" and "flash" in san.note, san
+    tried = [line for line in emu_log(run).splitlines()
+             if re.search(r"SANITIZE (BLOCK|CRYPTO|OVERWRITE)|ERASE (PREPARE|UNIT)|SET PASS", line)]
+    assert not tried, tried  # no firmware erase was attempted: the overwrite's writes only
+    data = (run.share_dir / "drive/data.img").read_bytes()
+    assert len(data) == (16 << 20) + 7 * 512
+    assert data.count(0) < len(data) // 100  # the random pattern everywhere, no zeros left
