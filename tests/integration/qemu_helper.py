@@ -131,12 +131,14 @@ def run_guest(
     timeout_s: float = 300.0,
     cpu: str = "max",
     nbd_nvme: tuple[tuple[str, str], ...] = (),
+    extra_qemu: tuple[str, ...] = (),
 ) -> GuestRun:
     """Boot, run ``job`` (a /bin/sh script, cwd = the share) in the guest, power off.
 
     ``nvme_size_mib=0``: no NVMe drive (the guest does not wait for one). ``nbd_nvme``:
     more NVMe drives, each (an NBD server's unix socket, its serial): a simulated SSD
-    (scripts/simdrive start) the guest sees as /dev/nvmeNn1 after the first."""
+    (scripts/simdrive start) the guest sees as /dev/nvmeNn1 after the first. ``extra_qemu``:
+    more QEMU arguments (USB or SCSI drives; the job loads their drivers)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     share = work_dir / "share"
     share.mkdir(exist_ok=True)
@@ -162,6 +164,7 @@ def run_guest(
         "-kernel", str(KERNEL), "-initrd", str(initramfs),
         "-append", "console=ttyS0 panic=-1 quiet loglevel=3",
         *nvme,
+        *extra_qemu,
         "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on",
         "-virtfs", f"local,path={share},mount_tag=out,security_model=none",
     ]

@@ -203,8 +203,9 @@ class EraseStage:
             return
         if ctx.params.erase_fallback != "discard":
             raise StageFailed(
-                f"no secure-erase method for {ctx.drive_name}; use --erase-fallback discard "
-                "(or erase_fallback=discard) to discard the span instead: the result is then "
+                f"no secure-erase method for {ctx.drive_name}; use --erase-fallback overwrite "
+                "(or erase_fallback=overwrite) to Clear it by overwriting every block, or "
+                "--erase-fallback discard to discard the span instead: the result is then "
                 "marked not secure-erased"
             )
         t0 = time.monotonic()
