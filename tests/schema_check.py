@@ -96,9 +96,16 @@ def columns(name: str) -> tuple[list[str], list[str]]:
     return list(s["x-csv-columns"]), list(s.get("x-csv-optional-columns", []))
 
 
+def pattern_columns(name: str) -> list[re.Pattern[str]]:
+    """A CSV schema's ``x-csv-pattern-columns``: the columns that may follow its last one
+    (summary.csv's ``field_<name>``, one per lab field)."""
+    return [re.compile(p) for p in schema(name).get("x-csv-pattern-columns", [])]
+
+
 def check_csv_text(text: str, name: str, label: str) -> list[dict[str, str]]:
     """CSV text held against CSV schema ``name``: the header is the schema's columns in
-    order (an optional column may be left out, with every column after it), then each row
+    order (an optional column may be left out, with every column after it), then, after
+    all of them, any columns matching ``x-csv-pattern-columns`` (each once), then each row
     as a mapping of strings. Returns the rows."""
     want, optional = columns(name)
     reader = csv.reader(io.StringIO(text, newline=""))  # a cell may hold a line break
@@ -107,6 +114,11 @@ def check_csv_text(text: str, name: str, label: str) -> list[dict[str, str]]:
         raise SchemaMismatch(f"{label}: empty, no header line (want {','.join(want)})")
     allowed = [want[:n] for n in range(len(want) + 1)
                if n == len(want) or (want[n] in optional and not set(want[n:]) - set(optional))]
+    tail = header[len(want):] if header[:len(want)] == want else []
+    patterns = pattern_columns(name)
+    if tail and len(set(tail)) == len(tail) and all(
+            any(p.fullmatch(c) for p in patterns) for c in tail):
+        allowed.append(header)
     if header not in allowed:
         extra = [c for c in header if c not in want]
         missing = [c for c in want if c not in header and c not in optional]

@@ -31,7 +31,7 @@ async def erase_form(pilot: Any, app: SsdbenchApp) -> PlanScreen:
 
 async def type_people(pilot: Any, screen: PlanScreen) -> None:
     for key, value in (("operator", "A. Tester"), ("organisation", "Lab 7"),
-                       ("customer", "ACME"), ("asset_tag", "INV-0042")):
+                       ("customer", "ACME"), ("asset_tag", "INV-0042"), ("lot", "LOT-7")):
         screen.query_one(f"#{key}", Input).value = value
     await pilot.pause()
 
@@ -45,8 +45,8 @@ async def test_people_typed_in_the_form_reach_the_plan_and_stay_for_the_next_pla
         await type_people(pilot, screen)
         assert screen.plan is not None
         p = screen.plan.params
-        assert (p.operator, p.organisation, p.customer, p.asset_tag) == (
-            "A. Tester", "Lab 7", "ACME", "INV-0042")
+        assert (p.operator, p.organisation, p.customer, p.asset_tag, p.lot) == (
+            "A. Tester", "Lab 7", "ACME", "INV-0042", "LOT-7")
         assert not p.restore_native_max
         assert "Record: operator A. Tester, organisation Lab 7" in text_of(
             screen.query_one("#plan-summary", Static))
@@ -57,6 +57,7 @@ async def test_people_typed_in_the_form_reach_the_plan_and_stay_for_the_next_pla
         assert isinstance(again, PlanScreen)
         assert again.query_one("#operator", Input).value == "A. Tester"
         assert again.plan is not None and again.plan.params.asset_tag == "INV-0042"
+        assert again.plan.params.lot == "LOT-7"
 
 
 async def test_measurement_plans_keep_their_fields_and_no_people() -> None:

@@ -26,6 +26,9 @@ def test_each_documented_key_is_accepted(key: str) -> None:
               "on_finish": "stay", "svg": False, "params": {},
               "store": {"kind": "http", "endpoint": "https://dav.lab.example"},
               "station": {"idle_minutes": 5},
+              "jobs": {"url": "https://lab.example/jobs.toml", "no_job": "wait"},
+              "fields": {"ask": ["asset_tag", "bay"], "names": ["bay"]},
+              "post": {"url": "https://assets.lab.example/api/ssdbench", "token": "t"},
               "speed": {"class": {"X.*": {"seq1m_q8t1_read": 500, "seq1m_q1t1_read": 400,
                                           "rnd4k_q32t16_read": 300, "rnd4k_q1t1_read": 40}}}}
     needs = {"plan": "erase"} if key == "station" else {}  # station mode runs the erase plan

@@ -373,3 +373,187 @@ def test_the_announcement_is_one_line_naming_the_record_in_the_results_folder(
                           "record A1/erase/erase-record.json")
     assert all("\n" not in line for line in station_lines(st.board.rows()))
     assert any(line.endswith("record A1/erase/erase-record.json") for line in lines)
+
+
+JOBS = b'''
+[[job]]
+id = "J-A"
+serial = "A1"
+plan = "erase"
+params = {erase_fallback = "discard"}
+fields = {customer = "ACME"}
+
+[[job]]
+id = "J-B"
+serial = "B1"
+plan = "diagnose"
+'''
+
+
+def intake_station(world: World, tmp: Path, lines: list[str], *, jobs: bytes = JOBS,
+                   no_job: str = "default", typed: dict[int, str] | None = None,
+                   ) -> tuple[Station, list[DriveJob]]:
+    """A station with [jobs] (the file already fetched) and [fields] ask = asset_tag, bay;
+    ``typed[t]`` is a line the scanner sends when the clock reaches t."""
+    from ssdbench.kiosk.intake import Intake, assign
+    from ssdbench.lab.jobs import parse_jobs
+
+    cfg = parse_config({"plan": "erase", "destroy": ["A1", "C1"],
+                        "station": {"idle_minutes": 1},
+                        "jobs": {"url": "http://127.0.0.1:9/jobs.toml", "no_job": no_job},
+                        "fields": {"ask": ["asset_tag", "bay"], "names": ["bay"]}})
+    jobfile = parse_jobs(jobs, "jobs.toml", plans=cfg.jobs.plans,  # type: ignore[union-attr]
+                         field_names=("asset_tag", "customer", "lot", "bay"))
+    default = build_plan("erase")
+    st = station(world, cfg, tmp, lines)
+    started: list[DriveJob] = []
+    original = st.start
+
+    def start(job: DriveJob) -> DriveOutcome:
+        started.append(job)
+        return original(job)
+
+    st.start = start
+    st.resolve = lambda job, values: assign(cfg, default, jobfile, job.drive, values)
+    st.intake = Intake(cfg.fields.ask, lines.append, st.board.asking)  # type: ignore[union-attr]
+    clock = world.clock
+
+    def tick() -> float:
+        now = clock()
+        if typed and world.t in typed:
+            st.intake.feed(typed[world.t] + "\n")  # type: ignore[union-attr]
+        return now
+
+    st.clock = tick
+    return st, started
+
+
+def test_a_scanner_fills_each_drive_in_turn_and_the_jobs_choose_their_plans(
+        tmp_path: Path) -> None:
+    a, b = drive("nvme0n1", "A1"), drive("nvme1n1", "B1")
+    world = World(plug={2: a, 3: b})
+    lines: list[str] = []
+    # CR LF from the scanner gives empty lines: ignored; "-" leaves a field empty
+    st, started = intake_station(world, tmp_path, lines, typed={
+        6: "TAG-A\r", 7: "", 8: "BAY-1", 9: "\x1b[A", 10: "TAG-B", 11: "-"})
+    rows_before: list[str] = []
+    original_scan = st.scan
+
+    def scan() -> None:
+        original_scan()
+        rows_before.extend(r.detail for r in st.board.rows())
+
+    st.scan = scan  # type: ignore[method-assign]
+    outcomes = st.run()
+    assert "waiting for its asset_tag (scan or type it)" in rows_before
+    by_serial = {j.drive.consent_id: j for j in started}
+    ja, jb = by_serial["A1"].plan, by_serial["B1"].plan
+    assert (ja.name, ja.params.job, ja.params.asset_tag) == ("erase", "J-A", "TAG-A")
+    assert ja.params.customer == "ACME" and ja.params.erase_fallback == "discard"
+    assert dict(ja.params.extra_fields) == {"bay": "BAY-1"}
+    assert (jb.name, jb.params.job, jb.params.asset_tag) == ("diagnose", "J-B", "TAG-B")
+    assert dict(jb.params.extra_fields) == {"bay": ""}
+    assert len(outcomes) == 2
+    text = "\n".join(lines)
+    assert "intake: nvme0n1 (A1): scan or type its asset_tag, then Enter" in text
+    assert "intake: nvme1n1 (B1) waits for its asset_tag (after the drive before it)" in text
+    assert "intake: nvme1n1 (B1): asset_tag not taken (a control or invisible character" \
+        in text
+    assert "station: nvme0n1 (QEMU NVMe Ctrl A1) found: running plan erase (job J-A)" in text
+    rows = {r.consent_id: r for r in st.board.rows()}
+    assert (rows["A1"].plan, rows["A1"].job) == ("erase", "J-A")
+    assert "[plan diagnose, job J-B]" in "\n".join(station_lines(st.board.rows()))
+
+
+def test_a_job_file_never_widens_consent_and_no_job_can_mean_wait(tmp_path: Path) -> None:
+    jobs = b'[[job]]\nid = "J-X"\nserial = "X1"\nplan = "erase"\n'
+    world = World(plug={2: drive("nvme0n1", "X1"), 3: drive("nvme1n1", "C1")})
+    lines: list[str] = []
+    st, started = intake_station(world, tmp_path, lines, jobs=jobs, no_job="wait",
+                                 typed={5: "T1", 6: "B", 7: "T2", 8: "B"})
+    assert st.run() == [] and started == []
+    text = "\n".join(lines)
+    assert ("station: nvme0n1 (QEMU NVMe Ctrl X1) not run: job J-X (serial X1) plan erase "
+            "erases and writes, and `destroy` does not name this drive (a job file never "
+            "widens consent)") in text
+    assert "station: nvme1n1 (QEMU NVMe Ctrl C1) waiting: no job for it in jobs.toml" in text
+
+
+def test_two_jobs_of_one_rank_make_the_drive_wait_named_on_its_row(tmp_path: Path) -> None:
+    jobs = (b'[[job]]\nid = "M1"\nmodel = "QEMU.*"\nplan = "erase"\n'
+            b'[[job]]\nid = "M2"\nmodel = ".*NVMe.*"\nplan = "erase"\n')
+    world = World(plug={2: drive("nvme0n1", "A1")})
+    lines: list[str] = []
+    st, started = intake_station(world, tmp_path, lines, jobs=jobs, typed={4: "T", 5: "B"})
+    assert st.run() == [] and started == []
+    row = st.board.rows()[0]
+    assert "M1, M2 all match this drive by model" in row.detail and row.state == "waiting"
+
+
+def test_a_drive_pulled_before_its_fields_are_in_is_dropped_and_the_next_is_asked(
+        tmp_path: Path) -> None:
+    world = World(plug={2: drive("nvme0n1", "A1"), 3: drive("nvme1n1", "C1")},
+                  pull={5: "nvme0n1"})
+    lines: list[str] = []
+    st, started = intake_station(world, tmp_path, lines, typed={8: "TAG-C", 9: "B"})
+    st.run()
+    assert [j.drive.consent_id for j in started] == ["C1"]
+    assert started[0].plan.params.asset_tag == "TAG-C" and started[0].plan.name == "erase"
+    assert started[0].plan.params.job == ""  # no job: the bench's default plan
+    assert "intake: nvme0n1 (A1) left before its fields were in: not tested" in lines
+
+
+def test_a_slow_job_server_never_holds_the_station_loop(tmp_path: Path) -> None:
+    """The job file is fetched again when a drive arrives, in a thread of its own: the loop
+    goes on polling (other drives come and go) while the server has not answered; the drive
+    gets its plan once it does."""
+    from ssdbench.kiosk.intake import JobSource, assign
+
+    cfg = parse_config({"plan": "erase", "destroy": "all-eligible",
+                        "station": {"idle_minutes": 1},
+                        "jobs": {"url": "http://127.0.0.1:9/jobs.toml"}})
+    answer = threading.Event()
+    fetched: list[int] = []
+
+    def fetch(**kw: object) -> tuple[str, bytes]:
+        fetched.append(1)
+        if len(fetched) > 1:  # the first is the one at boot; then the server is slow
+            answer.wait(30)
+        return "jobs.toml", JOBS
+
+    source = JobSource(cfg, fetch=fetch)
+    source.refresh(lambda line: None)
+    world = World(plug={2: drive("nvme0n1", "A1"), 4: drive("nvme1n1", "C1")})
+    lines: list[str] = []
+    st = station(world, cfg, tmp_path, lines)
+    plain = st.job_for
+    started: list[DriveJob] = []
+    original = st.start
+
+    def job_for(d: Drive) -> DriveJob | str:
+        source.refresh_soon(lines.append)
+        return plain(d)
+
+    def start(job: DriveJob) -> DriveOutcome:
+        started.append(job)
+        return original(job)
+
+    st.job_for, st.start = job_for, start
+    st.resolve = lambda job, values: assign(cfg, build_plan("erase"), source.get(), job.drive,
+                                            values)
+    clock = world.clock
+    polled_while_waiting: list[int] = []
+
+    def tick() -> float:
+        now = clock()
+        if world.t == 12:  # ten polls later (C1 found meanwhile), the server answers
+            polled_while_waiting.append(len(started))
+            answer.set()
+        return now
+
+    st.clock = tick
+    st.run()
+    assert polled_while_waiting == [0]  # the loop went on while nothing could start
+    assert "C1" in {r.consent_id for r in st.board.rows()}
+    plans = {j.drive.consent_id: (j.plan.name, j.plan.params.job) for j in started}
+    assert plans == {"A1": ("erase", "J-A"), "C1": ("erase", "")}

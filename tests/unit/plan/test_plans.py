@@ -32,7 +32,10 @@ def test_presets_load_and_say_what_they_run() -> None:
         "throughput": ["throughput"],
         "latency": ["latency"],
         "speed": ["speed"],
+        "hdd": ["surface", "erase"],
     }
+    assert preset("hdd").destructive  # the scan reads only; the erase needs consent
+    assert preset("hdd").params.erase_fallback == "overwrite"  # a disk with no firmware erase
     assert all(preset(p).destructive for p in ("iops", "throughput", "latency"))
     assert not preset("diagnose").destructive and preset("trim").destructive
     assert not preset("grade").destructive  # read-only: no consent

@@ -31,6 +31,14 @@ form; nothing destructive runs then.  Example (shipped as ``ssdbench.toml.exampl
     endpoint = "https://s3.lab.example"
     bucket = "ssdbench"
     credentials_file = "store.ini"
+
+    [jobs]                         # the lab's job file: per drive plan, params and fields
+    url = "https://lab.example/jobs.toml"   # or store = "jobs.toml" (a key in [store])
+    no_job = "default"             # or "wait": a drive without a job is not run
+
+    [fields]                       # the operator's fields, typed or scanned per drive
+    ask = ["asset_tag", "lot"]
+    names = ["pallet"]             # the lab's own fields beside asset_tag, customer, lot
 """
 
 from __future__ import annotations
@@ -43,8 +51,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ssdbench.lab.config import StoreConfig, StoreConfigError, parse_store
+from ssdbench.lab.config import (
+    PostConfig,
+    StoreConfig,
+    StoreConfigError,
+    parse_post,
+    parse_store,
+)
 from ssdbench.lab.fetch import FetchError, UrlError, get, looks_like_url, parse_url, shown
+from ssdbench.lab.jobs import BUILTIN_FIELDS, check_field_name
 from ssdbench.plan.plans import PRESETS
 from ssdbench.stages.speedclass import SpeedClass, SpeedClassError, parse_classes
 from ssdbench.untrusted import shown as shown_text
@@ -108,6 +123,9 @@ class KioskConfig:
     svg: bool = True
     store: StoreConfig | None = None  # [store]: results also to a lab's store (docs/lab.md)
     station: StationConfig | None = None  # [station]: erase drives plugged in later
+    post: PostConfig | None = None  # [post]: each finished record to an asset system
+    jobs: JobsConfig | None = None  # [jobs]: the lab's job file (per drive plan and params)
+    fields: FieldsConfig | None = None  # [fields]: asked at intake, the lab's own fields
 
     @property
     def destructive(self) -> bool:
@@ -124,15 +142,49 @@ class KioskConfig:
         """Whether `destroy` names this drive (consent to write to it)."""
         if not self.destructive:
             return True
+        return self.destroy_names(serial)
+
+    def destroy_names(self, serial: str) -> bool:
+        """Whether `destroy` names this drive, whatever the plan (a job's plan that writes
+        needs it as much as the config's own: a job file never widens consent)."""
         if self.destroy_all:
             return True
         return bool(serial) and serial in self.destroy_serials
+
+
+@dataclass(frozen=True)
+class JobsConfig:
+    """`[jobs]`: where the lab's job file is (lab/jobs.py; docs/lab.md "Jobs")."""
+
+    url: str | None = None  # an http(s) URL, fetched like the config (lab/fetch.py)
+    store: str | None = None  # or a key in the lab store (`[store]`, its credentials)
+    no_job: str = "default"  # a drive without a job: "default" (the config's plan) or "wait"
+    plans: tuple[str, ...] = PLANS  # the plans a job may name
+
+    def describe(self) -> str:
+        return shown(self.url) if self.url is not None else f"the store's {self.store}"
+
+
+@dataclass(frozen=True)
+class FieldsConfig:
+    """`[fields]`: the operator's fields (docs/kiosk.md "The operator's fields")."""
+
+    ask: tuple[str, ...] = ()  # asked per drive at intake, in this order (a barcode scanner)
+    names: tuple[str, ...] = ()  # the lab's own fields, beside asset_tag, customer and lot
+    keys: tuple[str, ...] = ()  # fields that go into the store's keys
+
+    @property
+    def known(self) -> tuple[str, ...]:
+        return (*BUILTIN_FIELDS, *self.names)
 
 
 # every top-level key the validator accepts (docs/kiosk.md "Config keys" lists each)
 KEYS = ("plan", "select", "destroy", "on_finish", "svg", "params", "store", "station", "speed",
         "jobs", "fields", "post")
 STATION_KEYS = ("idle_minutes", "drives")
+JOBS_KEYS = ("url", "store", "no_job", "plans")
+NO_JOB = ("default", "wait")
+FIELDS_KEYS = ("ask", "names", "keys")
 
 
 def _string_list(source: str, key: str, value: object, form: str) -> list[str]:
@@ -221,6 +273,15 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml",
             raise ConfigError(source, exc.key, exc.problem) from None
 
     station = _station(source, data["station"], plan) if "station" in data else None
+    jobs = _jobs(source, data["jobs"], store) if "jobs" in data else None
+    fields = _fields(source, data["fields"]) if "fields" in data else None
+
+    post = None
+    if "post" in data:  # each finished record POSTed to an asset system (docs/lab.md)
+        try:
+            post = parse_post(data["post"], base or Path(source).parent)
+        except StoreConfigError as exc:
+            raise ConfigError(source, exc.key, exc.problem) from None
 
     return KioskConfig(
         source=source,
@@ -234,6 +295,9 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml",
         svg=svg,
         store=store,
         station=station,
+        post=post,
+        jobs=jobs,
+        fields=fields,
     )
 
 
@@ -272,6 +336,84 @@ def _station(source: str, table: object, plan: str) -> StationConfig:
         raise ConfigError(source, "station.drives",
                           f"expected a whole number of drives, 1 or more, got {drives!r}")
     return StationConfig(idle_minutes=float(idle), drives=drives)
+
+
+def _jobs(source: str, table: object, store: StoreConfig | None) -> JobsConfig:
+    if not isinstance(table, dict):
+        raise ConfigError(source, "jobs", 'expected a table: [jobs] with url = "https://..." '
+                          'or store = "jobs.toml"')
+    unknown = sorted(set(table) - set(JOBS_KEYS))
+    if unknown:
+        raise ConfigError(source, f"jobs.{unknown[0]}",
+                          f"unknown key; the keys are {', '.join(JOBS_KEYS)}")
+    url, key = table.get("url"), table.get("store")
+    if (url is None) == (key is None):
+        raise ConfigError(source, "jobs", 'expected one of url = "https://lab/jobs.toml" or '
+                          'store = "jobs.toml" (a key in the lab store)')
+    if url is not None:
+        if not isinstance(url, str) or not is_url(url):
+            raise ConfigError(source, "jobs.url", f"expected an http(s) URL, got {url!r}")
+        try:
+            parse_url(url)
+        except UrlError as exc:
+            raise ConfigError(source, "jobs.url", str(exc)) from None
+    else:
+        if store is None:
+            raise ConfigError(source, "jobs.store", "a job file in the store needs [store]")
+        if (not isinstance(key, str) or not key.strip() or key.startswith("/")
+                or any(part in ("", ".", "..") for part in key.split("/"))
+                or any(ord(c) < 0x20 or c == "\x7f" for c in key)):
+            raise ConfigError(source, "jobs.store", "expected a key in the store like "
+                              f'"jobs.toml" or "jobs/bench-3.toml", got {key!r}')
+    no_job = table.get("no_job", "default")
+    if no_job not in NO_JOB:
+        raise ConfigError(source, "jobs.no_job",
+                          f'expected "default" (the config\'s plan) or "wait", got {no_job!r}')
+    plans: tuple[str, ...] = PLANS
+    if "plans" in table:
+        listed = _string_list(source, "jobs.plans", table["plans"], 'a list like ["erase"]')
+        for i, name in enumerate(listed):
+            if name not in PLANS:
+                raise ConfigError(source, f"jobs.plans[{i}]",
+                                  f"expected one of {', '.join(PLANS)}, got {name!r}")
+        plans = tuple(listed)
+    return JobsConfig(url=url, store=key, no_job=no_job, plans=plans)
+
+
+def _fields(source: str, table: object) -> FieldsConfig:
+    if not isinstance(table, dict):
+        raise ConfigError(source, "fields", 'expected a table: [fields] with ask = ["asset_tag"]')
+    unknown = sorted(set(table) - set(FIELDS_KEYS))
+    if unknown:
+        raise ConfigError(source, f"fields.{unknown[0]}",
+                          f"unknown key; the keys are {', '.join(FIELDS_KEYS)}")
+    lists: dict[str, list[str]] = {}
+    for key in FIELDS_KEYS:
+        value = table.get(key, [])
+        if not isinstance(value, list):
+            raise ConfigError(source, f"fields.{key}",
+                              f'expected a list of field names like ["asset_tag"], got {value!r}')
+        for i, name in enumerate(value):
+            why = check_field_name(name)
+            if why:
+                raise ConfigError(source, f"fields.{key}[{i}]", why)
+        if len(set(value)) != len(value):
+            raise ConfigError(source, f"fields.{key}", "a field is named twice")
+        lists[key] = value
+    for i, name in enumerate(lists["names"]):
+        if name in BUILTIN_FIELDS:
+            raise ConfigError(source, f"fields.names[{i}]",
+                              f"{name} is a field already (asset_tag, customer, lot): name the "
+                              "lab's own fields only")
+    known = (*BUILTIN_FIELDS, *lists["names"])
+    for key in ("ask", "keys"):
+        for i, name in enumerate(lists[key]):
+            if name not in known:
+                raise ConfigError(source, f"fields.{key}[{i}]",
+                                  f"unknown field {name!r}; the fields are {', '.join(known)} "
+                                  "(the lab's own go in `names`)")
+    return FieldsConfig(ask=tuple(lists["ask"]), names=tuple(lists["names"]),
+                        keys=tuple(lists["keys"]))
 
 
 def is_url(text: str) -> bool:
@@ -429,7 +571,8 @@ def choose_drives(
             skipped.append((i, "protected"))
         elif not config.selects(serial, model):
             skipped.append((i, "not selected by `select`"))
-        elif not config.consents(serial):
+        elif config.jobs is None and not config.consents(serial):
+            # with [jobs], consent is checked on each drive's own plan (kiosk/intake.py)
             skipped.append((i, "not named in `destroy` (no consent to erase it)"))
         else:
             chosen.append(i)

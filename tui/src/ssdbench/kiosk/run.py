@@ -3,7 +3,9 @@
 Order: results destination (the SSDRESULTS stick, else RAM) → config (kiosk.config search
 order) → validation (a bad config stops here: a message naming the key, exit 2, nothing
 written) → discovery → choice (``select``/``destroy``; protected never) → the journal
-decides (finished plans are not redone, unfinished ones are resumed) → every chosen drive
+decides (finished plans are not redone, unfinished ones are resumed) → intake (with
+``[fields] ask``: each fresh drive's fields typed or scanned on the console, in turn; with
+``[jobs]``: each drive's plan from the lab's job file, kiosk/intake.py) → every chosen drive
 at once → summary → results flushed (and copied from RAM to a stick that appeared) →
 ``on_finish``.
 
@@ -14,11 +16,13 @@ never imported here.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -37,6 +41,7 @@ from ssdbench.kiosk.config import (
     shown_url,
     unmatched_selectors,
 )
+from ssdbench.kiosk.intake import Assigned, Intake, JobSource, assign, read_lines
 from ssdbench.kiosk.labkey import prepare_record_keys
 from ssdbench.kiosk.mirror import StickMirror
 from ssdbench.kiosk.station import (
@@ -47,6 +52,7 @@ from ssdbench.kiosk.station import (
     station_lines,
 )
 from ssdbench.lab.live import LiveStatus, start_store
+from ssdbench.lab.post import Poster, finish_post, start_post
 from ssdbench.lab.uploader import StoreUploader
 from ssdbench.plan import engine
 from ssdbench.plan.engine import DriveJob, DriveOutcome
@@ -175,12 +181,13 @@ class Screen:
             return table
         station = Table(title="station: plug drives in; each is erased, verified, recorded",
                         expand=True)
-        for col in ("drive", "serial", "model", "state", "record / reason"):
+        for col in ("drive", "serial", "model", "plan / job", "state", "record / reason"):
             station.add_column(col)
         styles = {"PASS": "bold green", "FAIL": "bold red"}
         for row in self.board.rows():  # one row per drive (identity), never per serial
             serial = f"{row.consent_id} ({row.note})" if row.note else row.consent_id
-            station.add_row(cell(row.name), cell(serial), cell(row.model or "?"),
+            plan = f"{row.plan} ({row.job})" if row.job else row.plan
+            station.add_row(cell(row.name), cell(serial), cell(row.model or "?"), cell(plan),
                             cell(row.label), cell(row.detail), style=styles.get(row.state, ""))
         return Group(table, station)
 
@@ -243,8 +250,13 @@ def power(host: Host, action: str, err: TextIO) -> None:
 
 
 def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
-              cancel: threading.Event | None = None) -> int:
+              cancel: threading.Event | None = None, *, inp: TextIO | None = None) -> int:
+    """``inp``: the console the operator's fields are typed or scanned on (default stdin)."""
     cancel = cancel or threading.Event()
+
+    def say(line: str) -> None:
+        print(shown(f"ssdbench: {line}", limit=LINE_LIMIT), file=out, flush=True)
+
     from ssdbench.results.destination import RAM_ROOT, find_destination, sync_destination
 
     dest = None
@@ -281,6 +293,9 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     named = shown_url(path) if isinstance(path, str) and is_url(path) else path
     print(f"ssdbench: config {named}: plan {plan.name}, on_finish {config.on_finish}",
           file=out, flush=True)
+    job_source = JobSource(config) if config.jobs is not None else None
+    if job_source is not None:  # a file that cannot be read: every drive waits
+        job_source.refresh(say)
 
     from ssdbench.devices import discover
 
@@ -314,6 +329,14 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
         return int(ExitCode.FAILURE)
     reports: list[Path] = []
     jobs = _jobs(config, plan, [drives[i] for i in chosen], journal, out, reports=reports)
+    if config.station is None and _takes_in(config):
+        jobs, waited = _take_in(config, plan, jobs, source=job_source, say=say,
+                                cancel=cancel, inp=inp or sys.stdin, typing=not opts.dry_run)
+        if cancel.is_set():
+            return int(ExitCode.INTERRUPTED)
+        for line in waited:  # a drive not run is never a silent success (exit status 3)
+            print(f"ssdbench kiosk: {shown(line, limit=LINE_LIMIT)}", file=err, flush=True)
+        selection = [*selection, *waited]
     if opts.dry_run:
         for line in engine.describe_plan(plan):
             print(f"ssdbench: {line}", file=out)
@@ -324,6 +347,9 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
                   file=out, flush=True)
         if config.store is not None:
             print(f"ssdbench: would send the results to {config.store.describe()}", file=out)
+        if config.post is not None:
+            print(f"ssdbench: would post each finished record to {config.post.describe()}",
+                  file=out)
         return int(ExitCode.NO_SUCH_DRIVE if selection else ExitCode.OK)
     if selection:  # in the results too: the stick is what the tester reads afterwards
         root.mkdir(parents=True, exist_ok=True)
@@ -340,20 +366,42 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
             controllers={d.name: read_controller(host, d.name).to_json() for d in drives})
         print(f"ssdbench: results also to {config.store.describe()} as bench "
               f"{store[0].bench}", file=out, flush=True)
+    poster: Poster | None = None
+    if config.post is not None:  # each finished record to the lab's asset system
+        poster = start_post(config.post, root,
+                            lambda line: print(f"ssdbench: {line}", file=out, flush=True))
+        print(f"ssdbench: finished records also posted to {config.post.describe()}",
+              file=out, flush=True)
     for drive_dir in reports:  # finished, but the power went during its report
         print(f"ssdbench: {drive_dir.name}: the report was not written (interrupted); "
               "writing it", file=out, flush=True)
         problem = engine.render_drive_report(drive_dir, svg=config.svg)
         if problem:
             print(f"ssdbench: {drive_dir.name}: {problem}", file=out, flush=True)
-    station = None
+    station: Station | None = None
     outcomes: list[DriveOutcome]
     if config.station is not None:
+        def job_for(d: Drive) -> DriveJob | str:
+            # a drive arrived: the lab's latest job file (fetched while the station goes on)
+            if job_source is not None and station is not None:
+                job_source.refresh_soon(station.say)
+            return _station_job(config, plan, journal, d, out)
+
+        def resolve(job: DriveJob, values: dict[str, str]) -> Assigned | str:
+            return assign(config, plan, None if job_source is None else job_source.get(),
+                          job.drive, values)
+
         station = Station(host, config, config.station,
                           discover=lambda h, only: discover(h, include_all=opts.include_all,
                                                             only=only),
-                          job_for=lambda d: _station_job(config, plan, journal, d, out),
-                          cancel=cancel)
+                          job_for=job_for, cancel=cancel,
+                          resolve=resolve if _takes_in(config) else None)
+        asks = config.fields.ask if config.fields is not None else ()
+        if asks:
+            # station.say is set when the station runs: looked up at each line
+            station.intake = Intake(asks, lambda line: station.say(line),  # noqa: PLW0108
+                                    station.board.asking)
+            read_lines(inp or sys.stdin, station.intake, cancel)
         station.known.extend(drives)
         station.seen.update(d.identity.key for d in drives)
         outcomes = _run(jobs, root, journal, out, cancel, mirror=mirror, svg=config.svg,
@@ -378,6 +426,12 @@ def run_kiosk(opts: KioskOptions, host: Host, out: TextIO, err: TextIO,
     _batch_page(root, outcomes, plan, out)
     _summary(outcomes, out)
     sync_destination()
+    if poster is not None:  # before the last copy: the stick gets post-journal.json
+        keep = config.on_finish in ("poweroff", "reboot") and (
+            mirror is None or mirror.on_stick() is None)  # the queue is in RAM only
+        finish_post(poster, cancel,
+                    lambda line: print(f"ssdbench: {line}", file=out, flush=True),
+                    wait_s=365 * 86400.0 if keep else 120.0)
     if mirror is not None:
         _save(mirror, config.on_finish, cancel, out)
     if store is not None:
@@ -551,6 +605,51 @@ def _jobs(config: KioskConfig, plan: Plan, drives: list[Drive], journal: Journal
     return jobs
 
 
+def _takes_in(config: KioskConfig) -> bool:
+    """Whether each fresh drive goes through intake: the lab's jobs, or fields to ask."""
+    return config.jobs is not None or bool(config.fields is not None and config.fields.ask)
+
+
+def _take_in(config: KioskConfig, plan: Plan, jobs: list[DriveJob], *,
+             source: JobSource | None, say: Callable[[str], None], cancel: threading.Event,
+             inp: TextIO, typing: bool) -> tuple[list[DriveJob], list[str]]:
+    """The drives found at boot (kiosk mode without [station]): each fresh drive's fields
+    asked in turn on the console (``typing``; not in a dry run), then its plan: the lab's
+    job, the config's own, or not run (the line says why). Resumed drives keep theirs.
+    Returns the jobs to run and a line for each drive not run."""
+    asks = config.fields.ask if config.fields is not None and typing else ()
+    fresh = [j for j in jobs if not j.resume]
+    typed: dict[str, dict[str, str]] = {}
+    if asks and fresh:
+        intake = Intake(asks, say)
+        for j in fresh:
+            intake.add(j.drive.identity.key, f"{j.drive.name} ({j.drive.consent_id})",
+                       partial(typed.__setitem__, j.drive.identity.key))
+        read_lines(inp, intake, cancel)
+        while not intake.idle.wait(0.5) and not cancel.is_set():
+            pass
+    chosen = []
+    waited = []
+    for j in jobs:
+        key = j.drive.identity.key
+        if j.resume:
+            chosen.append(j)
+            continue
+        who = f"{j.drive.name} ({j.drive.model or '?'} {j.drive.consent_id})"
+        if asks and key not in typed:  # the intake said why (the console ended, cancel)
+            waited.append(f"{who} not tested: its fields were not entered")
+            continue
+        got = assign(config, plan, None if source is None else source.get(), j.drive,
+                     typed.get(key, {}))
+        if isinstance(got, str):
+            say(f"{who} {got}")
+            waited.append(f"{who} {got}")
+            continue
+        say(f"{who}: {got.described}")
+        chosen.append(replace(j, plan=got.plan))
+    return chosen, waited
+
+
 def _run(jobs: list[DriveJob], root: Path, journal: Journal, out: TextIO,
          cancel: threading.Event, *, mirror: StickMirror | None = None,
          svg: bool = True, store: tuple[StoreUploader, LiveStatus] | None = None,
@@ -622,7 +721,10 @@ def _station_run(station: Station, jobs: list[DriveJob], root: Path, lines: Even
     station.say = say
     station.start = start
     for job in jobs:
-        station.add(job)
+        if station.resolve is not None and not job.resume:
+            station.take_in(job)  # its fields asked, then its plan (the lab's job)
+        else:
+            station.add(job)
     return station.run()
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from ssdbench import jsonfile
 from ssdbench.devices import Drive, block_devices_signature
 from ssdbench.kiosk.config import KioskConfig, StationConfig, choose_drives
+from ssdbench.kiosk.intake import Assigned, Intake
 from ssdbench.plan.engine import DriveJob, DriveOutcome
 from ssdbench.progress import Progress
 from ssdbench.system import Host
@@ -61,6 +62,8 @@ class StationRow:
     present: bool = True  # False once the drive left (pulled)
     key: str = ""  # the drive's identity (DriveIdentity.key): one row per drive
     shared_with: tuple[str, ...] = ()  # kernel names of other drives with its serial
+    job: str = ""  # the lab's job that chose its plan ([jobs]), empty: the bench's default
+    plan: str = ""  # the plan it runs, once known
 
     @property
     def label(self) -> str:
@@ -118,6 +121,26 @@ class StationBoard:
             if row is not None:
                 self._rows[key] = replace(row, shared_with=tuple(sorted(
                     set(row.shared_with) | set(names))))
+
+    def asking(self, key: str, name: str | None) -> None:
+        """The drive waits for its field ``name`` (typed or scanned); None: it has them."""
+        self._detail(key, f"waiting for its {name} (scan or type it)" if name else "")
+
+    def waits(self, key: str, why: str) -> None:
+        """The drive is not run (no job, two jobs, ...): why, on its row."""
+        self._detail(key, why)
+
+    def assigned(self, key: str, plan: str, job: str) -> None:
+        with self._lock:
+            row = self._rows.get(key)
+            if row is not None:
+                self._rows[key] = replace(row, plan=plan, job=job, detail="")
+
+    def _detail(self, key: str, detail: str) -> None:
+        with self._lock:
+            row = self._rows.get(key)
+            if row is not None and row.state == WAITING:
+                self._rows[key] = replace(row, detail=detail)
 
     def row(self, key: str) -> StationRow | None:
         with self._lock:
@@ -204,6 +227,9 @@ class Station:
     settings: StationConfig
     discover: Callable[[Host, Collection[str]], list[Drive]]
     job_for: Callable[[Drive], DriveJob | str]
+    # with [jobs] or [fields]: a fresh drive's plan once its fields are in (intake.assign)
+    resolve: Callable[[DriveJob, dict[str, str]], Assigned | str] | None = None
+    intake: Intake | None = None  # the drives waiting for their fields (console lines)
     # the front end sets these two before run(): how a job runs, where a line goes
     start: Callable[[DriveJob], DriveOutcome] = field(default=_unset)
     say: Callable[[str], None] = field(default=lambda line: None)
@@ -218,18 +244,25 @@ class Station:
     # by identity key: kernel name, thread, the drive
     _running: dict[str, tuple[str, threading.Thread, Drive]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # by identity key: the drives waiting for their fields or their plan (not running yet)
+    _pending: dict[str, Drive] = field(default_factory=dict)
+    _ended: bool = False  # run() returned: no drive starts any more
 
-    def add(self, job: DriveJob) -> None:
+    def add(self, job: DriveJob, *, found: bool = True) -> None:
         """Start ``job`` now (a drive found at boot or plugged in later)."""
         drive = job.drive
         key = drive.identity.key
         self.seen.add(key)
-        self.board.found(drive)
+        if found:
+            self.board.found(drive)
+            self.board.assigned(key, job.plan.name, job.plan.params.job)
         if job.twins is None:  # the record names a twin plugged in while this one erases
             job = replace(job, twins=partial(self.board.twins_of, key))
         thread = threading.Thread(target=self._work, args=(job,), daemon=True,
                                   name=f"station-{drive.name}")
         with self._lock:
+            if self._ended:  # its plan came after the session ended
+                return
             self._running[key] = (drive.name, thread, drive)
         thread.start()
 
@@ -257,6 +290,52 @@ class Station:
         with self._lock:
             return len(self._running)
 
+    def take_in(self, job: DriveJob) -> None:
+        """A fresh drive with [jobs] or [fields]: its row, its fields asked (the intake),
+        then its plan (:attr:`resolve`) and its start; or why it waits."""
+        drive = job.drive
+        key = drive.identity.key
+        self.seen.add(key)
+        self.board.found(drive)
+        with self._lock:
+            self._pending[key] = drive
+        who = f"{drive.name} ({drive.consent_id})"
+
+        def resolved(values: dict[str, str]) -> None:
+            # in a thread of its own: the plan may wait for a job file being fetched, and
+            # neither the station's loop nor the console's reader waits with it
+            threading.Thread(target=self._resolved, args=(job, values), daemon=True,
+                             name=f"station-intake-{drive.name}").start()
+
+        if self.intake is not None:
+            self.intake.add(key, who, resolved)
+        else:
+            resolved({})
+
+    def _resolved(self, job: DriveJob, values: dict[str, str]) -> None:
+        drive = job.drive
+        key = drive.identity.key
+        who = f"{drive.name} ({drive.model or '?'} {drive.consent_id})"
+        assert self.resolve is not None
+        with self._lock:
+            if key not in self._pending:
+                return  # it left meanwhile
+        got = self.resolve(job, values)
+        if isinstance(got, str):
+            self.board.waits(key, got)
+            self.say(f"station: {who} {got}{_also(drive)}")
+        else:
+            self.board.assigned(key, got.plan.name, got.plan.params.job)
+            self.say(f"station: {who} found: running {got.described}{_also(drive)}")
+            self.add(replace(job, plan=got.plan), found=False)
+        with self._lock:  # only now: until it runs, the session is not idle
+            self._pending.pop(key, None)
+
+    def pending(self) -> int:
+        """The drives waiting for their fields."""
+        with self._lock:
+            return len(self._pending)
+
     def scan(self) -> None:
         """Discover the drives that are not running, announce the ones that left, start the
         new ones the config chooses, and say why the others are not erased."""
@@ -269,6 +348,10 @@ class Station:
         here = {d.identity.key for d in [*drives, *busy_drives]}
         for row in self.board.present(here):
             self.say(f"station: {row.name} ({row.consent_id}) removed ({row.state})")
+        if self.intake is not None:
+            self.intake.drop(here)
+        with self._lock:
+            self._pending = {k: d for k, d in self._pending.items() if k in here}
         # every drive present, erasing or not: a serial two of them report names neither
         marked = mark_shared_serials([*drives, *busy_drives])
         for d in marked:
@@ -290,6 +373,9 @@ class Station:
                 self.seen.add(drive.identity.key)
                 self.say(f"station: {drive.name} ({drive.consent_id}) not erased: {job}"
                          f"{_also(drive)}")
+                continue
+            if self.resolve is not None and not job.resume:
+                self.take_in(job)
                 continue
             self.say(f"station: {drive.name} ({drive.model or '?'} {drive.consent_id}) "
                      f"found: {'resuming' if job.resume else 'erasing'}{_also(drive)}")
@@ -322,7 +408,8 @@ class Station:
                 break
             with self._lock:  # one look: a drive ending after it is seen at the next
                 finished, ended = len(self.outcomes) != ended, len(self.outcomes)
-                running = len(self._running)
+                typing = self.intake is None or not self.intake.closed
+                running = len(self._running) + (len(self._pending) if typing else 0)
             sig = block_devices_signature(self.host)
             # a drive that finished was hidden from discovery while it ran: look again
             if sig != last or finished:
@@ -333,6 +420,12 @@ class Station:
                          "the session ends")
                 break
             self.cancel.wait(self.poll_s)
+        with self._lock:
+            self._ended = True
+            left = list(self._pending.values())
+        for d in left:
+            self.say(f"station: {d.name} ({d.consent_id}) was still waiting when the session "
+                     "ended: not tested")
         for _name, thread in self._threads():
             while thread.is_alive():
                 thread.join(0.5)
@@ -354,6 +447,7 @@ def station_lines(rows: Sequence[StationRow]) -> list[str]:
     drives that share its serial)."""
     # a drive's model and serial are its own words: one line each, no escapes (shown)
     return [shown(f"station: {r.name} ({r.model or '?'} {r.consent_id}) {r.label}"
+                  + (f" [plan {r.plan}, job {r.job}]" if r.job else "")
                   + (f": {r.detail}" if r.detail else "") + (f" ({r.note})" if r.note else ""),
                   limit=2000)
             for r in rows]

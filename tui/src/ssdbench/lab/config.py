@@ -18,6 +18,15 @@
     bench = "bench-07"                   # this bench's name (default: the host name)
     status_seconds = 10                  # how often status.json is sent
 
+And its ``[post]`` section (:func:`parse_post`): each finished record POSTed to an asset
+system (docs/lab.md "Results out: POST to an asset system")::
+
+    [post]
+    url = "https://assets.lab.example/api/ssdbench"
+    token = "..."                        # Bearer; or username/password (Basic)
+    ca_file = "lab-ca.pem"
+    what = "records"                     # or "runs": each finished run.json too
+
 Secrets are :class:`Secret` values: their ``repr`` and ``str`` never show them.
 """
 
@@ -227,3 +236,96 @@ def parse_store(section: object, base: Path) -> StoreConfig:
     return StoreConfig(**common, username=username,
                        password=Secret(password) if password else None,
                        token=Secret(token) if token else None)
+
+
+# ---- [post]: each finished record POSTed to an asset system (docs/lab.md "Results out") ----
+
+POST_KEYS = ("url", "token", "username", "password", "ca_file", "what")
+POST_WHAT = ("records", "runs")
+PLAIN_HTTP_CREDENTIALS = ("plain HTTP: anyone on this network could read the credentials and "
+                          "the records; use https://")
+
+
+@dataclass(frozen=True)
+class PostConfig:
+    """``[post]``: where each finished ``erase-record.json`` (and, with ``what = "runs"``,
+    each finished ``run.json``) is POSTed."""
+
+    url: str  # http(s), without user, password or fragment (parse_post refuses them)
+    token: Secret | None = None  # sent as "Authorization: Bearer <token>"
+    username: str = ""  # basic auth, with password
+    password: Secret | None = None
+    ca_file: Path | None = None  # trust only this CA for the receiver (else the system's)
+    what: str = "records"  # "records": erase-record.json; "runs": run.json of finished runs too
+
+    def secrets(self) -> list[str]:
+        return [s.reveal() for s in (self.token, self.password) if s]
+
+    def describe(self) -> str:
+        """The URL as messages name it: no query (a token may live there)."""
+        return parse_url(self.url).shown
+
+    @property
+    def warning(self) -> str | None:
+        """What the console must say before the first POST (credentials over plain HTTP)."""
+        if parse_url(self.url).plain and (self.token or self.password):
+            return f"post to {self.describe()}: {PLAIN_HTTP_CREDENTIALS}"
+        return None
+
+
+def parse_post(section: object, base: Path) -> PostConfig:
+    """Validate a ``[post]`` table; ``ca_file`` is relative to ``base`` (the config file's
+    folder). Raises :class:`StoreConfigError` naming the key (``post.url``)."""
+    if not isinstance(section, dict):
+        raise StoreConfigError("post", "expected a table: [post] with key = value lines")
+    unknown = sorted(set(section) - set(POST_KEYS))
+    if unknown:
+        raise StoreConfigError(f"post.{unknown[0]}",
+                               f"unknown key; the keys are {', '.join(POST_KEYS)}")
+
+    def text(key: str, default: str = "") -> str:
+        value = section.get(key, default)
+        if not isinstance(value, str):
+            # never the value itself: it may be the token
+            raise StoreConfigError(f"post.{key}", f"expected a string, got a "
+                                   f"{type(value).__name__}")
+        return value.strip()
+
+    raw = text("url")
+    if not raw:
+        raise StoreConfigError("post.url", "missing: the receiver's http:// or https:// URL")
+    try:  # the one URL parser (lab/fetch.py): no secret in its errors
+        url = parse_url(raw)
+    except UrlError as exc:
+        raise StoreConfigError("post.url", f"expected an http:// or https:// URL: {exc}") from None
+    if url.username is not None:
+        raise StoreConfigError("post.url", "no user or password in the URL: use token, or "
+                               "username and password")
+    token, username, password = text("token"), text("username"), text("password")
+    if ":" in username:
+        raise StoreConfigError("post.username", "a ':' cannot be in a basic-auth user name")
+    if bool(username) != bool(password):
+        raise StoreConfigError("post.password" if username else "post.username",
+                               "username and password go together")
+    if token and username:
+        raise StoreConfigError("post.token", "give either token or username/password")
+    if any(c in token for c in "\r\n"):
+        raise StoreConfigError("post.token", "a line break in the token: it cannot be a "
+                               "header value")
+    what = text("what", "records")
+    if what not in POST_WHAT:
+        raise StoreConfigError("post.what", f"expected one of {', '.join(POST_WHAT)}, "
+                               f"got {what!r}")
+    ca_name = text("ca_file")
+    ca_file = None
+    if ca_name:
+        ca_file = Path(ca_name) if Path(ca_name).is_absolute() else base / ca_name
+        if not ca_file.is_file():
+            raise StoreConfigError("post.ca_file", f"no such file: {ca_file}")
+        if url.plain:
+            raise StoreConfigError("post.ca_file", "is for an https:// URL; this one is "
+                                   "plain http://")
+    return PostConfig(url=f"{url.scheme}://{url.netloc}{url.target}", token=Secret(token)
+                      if token else None, username=username,
+                      password=Secret(password) if password else None, ca_file=ca_file,
+                      what=what)

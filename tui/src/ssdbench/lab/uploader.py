@@ -11,7 +11,8 @@
   ``<prefix>/<bench>/_bench/<file>`` for the results folder's own files (index.html,
   summary.csv, state.json), ``<prefix>/<bench>/status.json``.
 * **Journal**: ``store-journal.json`` in the results folder (so also on the stick): per file
-  its key, size, SHA-256 and when it was sent; it is never sent itself.
+  its key, size, SHA-256 and when it was sent; it is never sent itself, nor is the poster's
+  ``post-journal.json`` (lab/post.py).
 * **Failures**: the store unreachable or refusing → one line (the reason, no secret), the
   pass stops, the next try comes after a backoff (1 s doubling to 60 s); the files stay in
   RAM (and on the stick). The thread is its own: a measurement never waits for the network.
@@ -40,6 +41,8 @@ JOURNAL = "store-journal.json"
 # status.json as last sent or tried, beside the results (RAM, the stick): what a store that
 # refuses the bench (wrong keys) never sees, an operator reads there
 STATUS_COPY = "store-status.json"
+# the poster's journal (lab/post.py): the bench's own, like JOURNAL; the stick keeps it
+POST_JOURNAL = "post-journal.json"
 BENCH_FOLDER = "_bench"
 DRIVE_DIR_RE = re.compile(r"^(\d{8}T\d{6}Z)_")
 StatusFn = Callable[[], dict[str, Any]]
@@ -189,7 +192,8 @@ class StoreUploader:
         if not self.results_dir.is_dir():
             return []
         return sorted(p for p in self.results_dir.rglob("*") if p.is_file()
-                      and p.name not in (JOURNAL, STATUS_COPY) and not atomic.is_temp(p.name))
+                      and p.name not in (JOURNAL, STATUS_COPY, POST_JOURNAL)
+                      and not atomic.is_temp(p.name))
 
     def sync(self) -> int:
         """Send what changed; never raises. Files sent; a failure sets ``last_error`` and

@@ -27,11 +27,11 @@ from ssdbench.results.layout import run_name
 from ssdbench.stages.params import ParamError, RunParams, load_config, parse_set
 
 PRESETS = ("review", "quick", "trim", "diagnose", "erase", "grade", "intake", "wsat", "hir",
-           "iops", "throughput", "latency", "speed")
+           "iops", "throughput", "latency", "speed", "hdd")
 KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity", "wsat", "hir",
-         "iops", "throughput", "latency", "speed")
+         "iops", "throughput", "latency", "speed", "surface")
 # never open the drive for writing (speed: unless its speed_writes is set, Plan.destructive)
-READ_ONLY_KINDS = ("diagnose", "grade", "speed")
+READ_ONLY_KINDS = ("diagnose", "grade", "speed", "surface")
 _PLAN_KEYS = {"name", "description", "params", "runs"}
 _RUN_KEYS = {"kind", "op_percent"}
 
@@ -129,7 +129,10 @@ def parse_plan(data: Mapping[str, Any], source: str) -> Plan:
     for n in names:
         if names.count(n) > 1:
             raise PlanError(f"{source}: `runs`: run {n!r} appears twice")
-    kinds = {r.kind for r in runs}
+    # A read-only plan stays read-only (no consent asked): diagnose, grade and speed runs do
+    # not mix with destructive ones. The surface scan may come first in a destructive plan
+    # (hdd: scan, then erase, as a disk tool does); it still only reads.
+    kinds = {r.kind for r in runs} - {"surface"}
     if kinds & set(READ_ONLY_KINDS) and not kinds <= set(READ_ONLY_KINDS):
         raise PlanError(f"{source}: `runs`: a diagnose, grade or speed run is read-only and "
                         "cannot share a plan with destructive runs")

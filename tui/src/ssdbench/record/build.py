@@ -151,6 +151,27 @@ def verdict(erase: Mapping[str, Any] | None, error: str | None,
                   "read back without their markers")
 
 
+PEOPLE = ("operator", "organisation", "customer", "asset_tag")
+LAB_KEYS = ("lot", "job")  # schema 1.1.0: with `fields`, the lab's own (docs/erase.md)
+
+
+def people_block(people: Mapping[str, Any]) -> dict[str, Any]:
+    """The record's ``people``: who erased what for whom (strings, "" when not given), the
+    lot, the lab's job that chose the plan and the lab's own fields (name -> value, by name:
+    erase-record.json is written with sorted keys, and the record in memory reads the same;
+    pairs or a mapping in ``people["fields"]``)."""
+    raw = people.get("fields") or ()
+    pairs = raw.items() if isinstance(raw, Mapping) else raw
+    return {**{k: str(people.get(k) or "") for k in (*PEOPLE, *LAB_KEYS)},
+            "fields": dict(sorted((str(name), str(value)) for name, value in pairs))}
+
+
+def people_of(params: Any) -> dict[str, Any]:
+    """:func:`people_block`'s input from a run's RunParams."""
+    return {**{k: str(getattr(params, k, "") or "") for k in (*PEOPLE, *LAB_KEYS)},
+            "fields": tuple(getattr(params, "extra_fields", ()) or ())}
+
+
 def build_record(
     *,
     drive: Mapping[str, Any],
@@ -158,7 +179,7 @@ def build_record(
     error: str | None,
     hidden: Mapping[str, Any],
     tools: Mapping[str, Any],
-    people: Mapping[str, str],
+    people: Mapping[str, Any],
     health_before: Mapping[str, Any] | None,
     health_after: Mapping[str, Any] | None,
     started: str,
@@ -218,8 +239,7 @@ def build_record(
         "finished": finished,
         "duration_s": round(duration_s, 1),
         "tools": dict(tools),
-        "people": {k: people.get(k, "") for k in
-                   ("operator", "organisation", "customer", "asset_tag")},
+        "people": people_block(people),
         "health": {"before": _health(health_before), "after": _health(health_after)},
         "result": {"status": result, "reason": reason},
         # the drive's grade from its counters before the erase (grade/rules.py)

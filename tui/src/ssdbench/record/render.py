@@ -51,6 +51,11 @@ table { border-collapse: collapse; width: 100%; }
 td, th { padding: 2px 6px; vertical-align: top; text-align: left; }
 table.kv td:first-child { width: 34%; color: #333; }
 table.kv tr:nth-child(odd) td { background: #fafafa; }
+table.pairs { table-layout: fixed; }
+table.pairs td { overflow-wrap: anywhere; }
+table.pairs td:nth-child(odd) { width: 17%; color: #333; }
+table.pairs td:nth-child(even) { width: 33%; }
+table.pairs tr:nth-child(odd) td { background: #fafafa; }
 table.grid th, table.grid td { border: 1px solid #bbb; }
 .warn { border: 2px solid #b36b00; background: #fff6e5; padding: 4px 8px; margin: 6px 0; }
 .warn ul { margin: 2px 0; padding-left: 16px; }
@@ -115,6 +120,31 @@ def _rows(pairs: Iterable[tuple[str, Any]], mono: tuple[str, ...] = ()) -> str:
                else ' class="serial"' if key == "Serial number" else "")
         out.append(f"<tr><td>{_h(key)}</td><td{cls}>{_h(_text(value))}</td></tr>")
     return '<table class="kv">' + "".join(out) + "</table>"
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> str:
+    """Label-value pairs two to a line (the organisation's block: the operator's fields, the
+    lab's own fields after them, and the page stays one A4 page); a long value wraps."""
+    cells = [f"<td>{_h(key)}</td><td>{_h(_text(value))}</td>" for key, value in pairs]
+    lines = ["".join(cells[i:i + 2]) + ("<td></td><td></td>" if i + 1 == len(cells) else "")
+             for i in range(0, len(cells), 2)]
+    return '<table class="pairs">' + "".join(f"<tr>{line}</tr>" for line in lines) + "</table>"
+
+
+def lab_rows(people: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The lot, the lab's job that chose the plan and the lab's own fields of a record's
+    ``people`` (schema 1.1.0; none of them in an older record): label and value, the label
+    of a lab field its name. A record is read back as untrusted: a field that is not text
+    is shown as the text it is, through the display rule like every other cell."""
+    rows: list[tuple[str, Any]] = []
+    if "lot" in people:
+        rows.append(("Lot", people.get("lot")))
+    if people.get("job"):
+        rows.append(("Lab job (chose the plan)", people.get("job")))
+    fields = people.get("fields")
+    if isinstance(fields, Mapping):
+        rows += [(shown(name, 64), value) for name, value in fields.items()]
+    return rows
 
 
 def _grade_heading(record: Mapping[str, Any]) -> str:
@@ -215,10 +245,10 @@ def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
             f"<li>{_h(w)}</li>" for w in warnings) + "</ul></div>")
     parts += [
         "<h2>Organisation</h2>",
-        _rows([("Organisation", people.get("organisation")),
-               ("Customer", people.get("customer")),
-               ("Asset tag / property number", people.get("asset_tag")),
-               ("Operator", people.get("operator"))]),
+        _pairs([("Organisation", people.get("organisation")),
+                ("Customer", people.get("customer")),
+                ("Asset tag / property number", people.get("asset_tag")),
+                ("Operator", people.get("operator")), *lab_rows(people)]),
         "<h2>Media</h2>",
         _rows([("Manufacturer", drive["manufacturer"]), ("Model", drive["model"]),
                ("Serial number", drive["serial"]), ("Firmware", drive["firmware"]),

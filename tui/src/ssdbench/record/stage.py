@@ -14,7 +14,7 @@ from ssdbench import jsonfile
 from ssdbench.erase.hidden import ata_hidden_areas, nvme_hidden_capacity, restore_native_max
 from ssdbench.erase.psid import PsidError, psid_revert
 from ssdbench.grade.capacity import drive_capacity
-from ssdbench.record.build import FAIL, build_record
+from ssdbench.record.build import FAIL, build_record, people_of
 from ssdbench.record.chain import link_seal_write
 from ssdbench.record.write import RECORD_JSON, append_session_csv, seal, write_record_files
 from ssdbench.stages.base import RunContext, StageFailed, StageNotAvailable, with_drive_state
@@ -257,8 +257,7 @@ class CertifiedEraseStage:
         record = build_record(
             drive=drive, erase=erase, error=error, hidden=hidden,
             tools=tool_versions(ctx, transport),
-            people={k: str(getattr(params, k, "") or "")
-                    for k in ("operator", "organisation", "customer", "asset_tag")},
+            people=people_of(params),
             health_before=before, health_after=after,
             started=_utc(wall0), finished=_utc(time.time()),
             duration_s=time.monotonic() - t0, tcg_revert=revert, grade=graded,

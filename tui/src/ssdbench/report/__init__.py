@@ -45,6 +45,7 @@ from ssdbench.report.load import (
 from ssdbench.report.model import DriveReport, RunAnalysis, analyse, run_warnings
 from ssdbench.report.summary import SUMMARY_COLUMNS, summary_csv, summary_row
 from ssdbench.results import atomic
+from ssdbench.stages.surface import BAND_NAMES as SURFACE_BANDS
 from ssdbench.untrusted import csv_row
 
 __all__ = [
@@ -159,6 +160,17 @@ def _run_charts(data: RunData, run: RunAnalysis, model: str, svg: bool,
         if np.isfinite(s["lat_mean_us"]).any():
             out.append(ch.latency_chart(s["time_s"], s, s["iops"], title=title,
                                         scale=scales.latency, workload=workload, svg=svg))
+    if data.surface is not None and data.surface["region"].size:
+        found = data.meta.get("surface")
+        sf: dict[str, Any] = found if isinstance(found, dict) else {}
+        counts: dict[str, Any] = sf["bands"] if isinstance(sf.get("bands"), dict) else {}
+        bands = [v if isinstance(v, int) and not isinstance(v, bool) else 0
+                 for v in (counts.get(k) for k in SURFACE_BANDS)]
+        unread = sf.get("unreadable_blocks")
+        out.append(ch.surface_chart(
+            data.surface, title=title, bands=bands,
+            unreadable=unread if isinstance(unread, int) and not isinstance(unread, bool)
+            else int(np.nansum(data.surface["unreadable_blocks"])), svg=svg))
     for loop in run.pts:
         if loop.rounds:
             out.append(ch.pts_convergence_chart(loop, title=title, svg=svg))

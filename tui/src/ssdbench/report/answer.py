@@ -28,16 +28,17 @@ KIND_COLUMNS: dict[str, tuple[str, ...]] = {
     "erase": ("erase", "grade"),  # the erase run grades the drive before it erases
     "grade": ("grade",),
     "speed": ("speed",),
+    "surface": ("surface",),
     "diagnose": ("health",),
     **dict.fromkeys(PTS_KINDS, ("steady state",)),
 }
-COLUMN_ORDER = ("capacity", "grade", "erase", "speed", "IOPS", "TRIM", "stalls",
+COLUMN_ORDER = ("capacity", "grade", "surface", "erase", "speed", "IOPS", "TRIM", "stalls",
                 "steady at", "steady state", "health")
 
 # kinds whose answer is a verdict with a reason (the reason is shown with the headline)
-VERDICT_KINDS = ("authenticity", "grade", "erase", "speed")
+VERDICT_KINDS = ("authenticity", "grade", "erase", "speed", "surface")
 # kinds that never erase: report.html says nothing of an erase for them
-NO_ERASE_KINDS = ("authenticity", "grade", "speed", "diagnose")
+NO_ERASE_KINDS = ("authenticity", "grade", "speed", "diagnose", "surface")
 
 KIND_TITLES = {
     "consistency": "Consistency (steady IOPS, stalls)",
@@ -46,6 +47,7 @@ KIND_TITLES = {
     "erase": "Erase and record",
     "grade": "Health grade",
     "speed": "Speed (four corners)",
+    "surface": "Surface scan (every block read, timed)",
     "diagnose": "Diagnosis (read-only)",
     "wsat": "SNIA PTS write saturation",
     "hir": "SNIA PTS host idle recovery",
@@ -72,10 +74,12 @@ KIND_PARAMS: dict[str, tuple[str, ...]] = {
     "diagnose": ("random_read_seconds", "iodepth", "ioengine", "status_timeout_s"),
     "authenticity": ("capacity_check",),
     "grade": _GRADE,
-    "erase": ("operator", "organisation", "customer", "asset_tag", "record_pdf",
+    "erase": ("operator", "organisation", "customer", "asset_tag", "lot", "job",
+              "extra_fields", "record_pdf",
               "restore_native_max", *_ERASE, *_GRADE),
     "speed": ("speed_seconds", "speed_ramp_seconds", "speed_gib", "speed_writes",
               "speed_tolerance_percent", "speed_classes", "ioengine"),
+    "surface": ("surface_regions", "surface_block_kib"),
     "wsat": ("wsat_capacity_multiple", "wsat_seconds", *_PTS),
     "hir": ("wsat_capacity_multiple", "wsat_seconds", "hir_waits", "hir_repetitions",
             "hir_burst_seconds", *_PTS),
@@ -214,6 +218,18 @@ def _speed(meta: Mapping[str, Any]) -> Answer:
                   cells={"speed": text})
 
 
+def _surface(meta: Mapping[str, Any]) -> Answer:
+    sf = _map(meta.get("surface"))
+    verdict = _text(sf.get("verdict"))
+    if not verdict:
+        return Answer("surface", "surface scan not finished", "bad",
+                      reason=_text(meta.get("error")), cells={"surface": "-"})
+    text = {"clean": "clean", "slow": "slow reads",
+            "unreadable": "unreadable sectors"}.get(verdict, verdict)
+    return Answer("surface", f"surface: {text}", "good" if verdict == "clean" else "bad",
+                  reason=_text(sf.get("summary")), cells={"surface": text})
+
+
 def _pts(run: RunAnalysis | None, kind: str) -> Answer:
     loops = run.pts if run is not None else ()
     if not loops:
@@ -268,6 +284,8 @@ def answer(kind: str, meta: Mapping[str, Any], run: RunAnalysis | None = None, *
         return _erase(meta, error)
     if kind == "speed":
         return _speed(meta)
+    if kind == "surface":
+        return _surface(meta)
     if kind in PTS_KINDS:
         return _pts(run, kind)
     if kind == "diagnose":

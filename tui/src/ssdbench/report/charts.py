@@ -1154,3 +1154,61 @@ def pts_iops_figure(loop: Any, *, title: str) -> Figure:
 
 def pts_iops_chart(loop: Any, *, svg: bool = True, **kwargs: Any) -> Chart:
     return _render(pts_iops_figure(loop, **kwargs), f"pts-{file_part(loop.name)}-matrix", svg)
+
+
+# MHDD's colours for its read-time bands (grey to red), unreadable in black
+SURFACE_BAND_COLOURS = ("#9e9e9e", "#5b8fd6", "#2ca02c", "#e6b800", "#ff7f0e", "#d62728")
+SURFACE_BAND_LABELS = ("< 5 ms", "< 20 ms", "< 50 ms", "< 150 ms", "< 500 ms", "≥ 500 ms")
+
+
+def surface_figure(regions: Mapping[str, FloatArray], *, title: str,
+                   bands: Sequence[int], unreadable: int) -> Figure:
+    """The surface scan (stages/surface.py): per region of the drive (x: where it starts,
+    GB from LBA 0), its read speed above, its mean and slowest read below (log scale, with
+    MHDD's band edges), unreadable regions marked; the blocks per band in the legend."""
+    fig, axes = _figure(HEIGHT_IN * 1.25, nrows=2, sharex=True, panel_gap_in=0.35,
+                        header_rows=2)
+    speed, lat = axes[0, 0], axes[1, 0]
+    x = regions["start_byte"] / 1e9
+    speed.plot(x, regions["mb_s"], color=POINT, linewidth=1.2, marker="o",
+               markersize=3 if x.size < 60 else 0, label="read speed per region (MB/s)")
+    top = float(np.nanmax(regions["mb_s"])) if np.isfinite(regions["mb_s"]).any() else 1.0
+    speed.set_ylim(0, nice_top(top * 1.1) if top > 0 else 1.0)
+    speed.set_ylabel("MB/s", fontsize=12)
+    mean_ms = np.where(regions["mean_ms"] > 0, regions["mean_ms"], np.nan)
+    max_ms = np.where(regions["max_ms"] > 0, regions["max_ms"], np.nan)
+    lat.plot(x, max_ms, color="#d62728", linewidth=1.0, label="slowest read in the region")
+    lat.plot(x, mean_ms, color=POINT, linewidth=1.0, label="mean read")
+    lat.set_yscale("log")
+    finite = np.concatenate([v[np.isfinite(v)] for v in (mean_ms, max_ms)])
+    lo = min(0.1, float(finite.min()) / 2) if finite.size else 0.1
+    hi = max(1000.0, float(finite.max()) * 2) if finite.size else 1000.0
+    lat.set_ylim(lo, hi)
+    for edge, colour in zip((5, 20, 50, 150, 500), SURFACE_BAND_COLOURS[1:], strict=True):
+        lat.axhline(edge, color=colour, linestyle=":", linewidth=1.0)
+    bad = regions["unreadable_blocks"] > 0
+    if bad.any():
+        lat.plot(x[bad], np.full(int(bad.sum()), hi / 1.5), linestyle="none", marker="X",
+                 markersize=9, color="black", label="unreadable blocks here")
+    lat.set_ylabel("Read time (ms)", fontsize=12)
+    lat.set_xlabel("Position on the drive (GB from LBA 0)", fontsize=12)
+    end = float(regions["end_byte"][-1]) / 1e9 if regions["end_byte"].size else 1.0
+    lat.set_xlim(0, end)
+    from matplotlib.patches import Patch
+
+    handles: list[Any] = [Patch(color=c) for c in (*SURFACE_BAND_COLOURS, "black")]
+    labels = [f"{label}: {n:,}" for label, n in zip(SURFACE_BAND_LABELS, bands, strict=True)]
+    labels[0] = f"blocks {labels[0]}"
+    labels.append(f"unreadable: {unreadable:,}")
+    _legend_above(speed, handles=handles, labels=labels)
+    bands_legend = speed.get_legend()
+    speed.legend(loc="lower left", fontsize=9, framealpha=0.9)
+    speed.add_artist(bands_legend)  # an axes keeps one legend: the bands' is kept as an artist
+    lat.legend(loc="lower right", fontsize=9, framealpha=0.9)
+    _suptitle(fig, f"{title}\nSurface scan: every block read once; blocks by read time")
+    return fig
+
+
+def surface_chart(regions: Mapping[str, FloatArray], *, svg: bool = True,
+                  **kwargs: Any) -> Chart:
+    return _render(surface_figure(regions, **kwargs), "surface", svg)

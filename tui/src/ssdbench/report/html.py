@@ -22,7 +22,7 @@ from ssdbench.grade.capacity import FAKE_VERDICTS, drive_capacity
 from ssdbench.report import answer as answers
 from ssdbench.report.charts import MB_PER_MIB, Chart, file_part, size_text
 from ssdbench.report.model import RunAnalysis, run_warnings
-from ssdbench.report.summary import SUMMARY_COLUMNS
+from ssdbench.report.summary import summary_columns
 from ssdbench.units import binary_size, decimal_size
 from ssdbench.untrusted import visible
 
@@ -771,6 +771,39 @@ def speed_html(meta: Mapping[str, Any]) -> str:
     return out
 
 
+def surface_html(meta: Mapping[str, Any]) -> str:
+    """run.json ``surface`` (the surface scan): the verdict, the blocks per read time
+    (MHDD's bands), the unreadable sectors by LBA, the slowest region."""
+    sf = _mapping(meta.get("surface"))
+    verdict = sf.get("verdict")
+    if not isinstance(verdict, str):
+        return ""
+    cls = {"clean": "g-reuse", "slow": "g-note", "unreadable": "g-scrap"}.get(verdict, "")
+    out = (f"<h3>Surface scan</h3><p><span class=\"verdict {cls}\">{esc(verdict)}</span> "
+           f"{esc(sf.get('summary') if isinstance(sf.get('summary'), str) else '')}</p>")
+    bands = _mapping(sf.get("bands"))
+    names = (("lt5ms", "< 5 ms"), ("lt20ms", "< 20 ms"), ("lt50ms", "< 50 ms"),
+             ("lt150ms", "< 150 ms"), ("lt500ms", "< 500 ms"), ("ge500ms", "≥ 500 ms"))
+    out += table([label for _, label in names] + ["unreadable"],
+                 [[_finite(bands.get(key)) for key, _ in names]
+                  + [_finite(sf.get("unreadable_blocks"))]])
+    listed = [u for u in sf.get("unreadable_list") or [] if isinstance(u, dict)]
+    if listed:
+        out += "<p>Unreadable sectors (LBA, the first " + esc(str(len(listed))) + "):</p>"
+        out += table(["LBA", "byte offset", "error"],
+                     [[_finite(u.get("lba")), _finite(u.get("offset")),
+                       u.get("error") if isinstance(u.get("error"), str) else ""]
+                      for u in listed])
+    slowest = _mapping(sf.get("slowest_region"))
+    block = _finite(sf.get("block_bytes"))
+    out += (f"<p class=\"small\">Blocks of {esc(_size(int(block)) if block else '—')} "
+            f"read once each with O_DIRECT in {num(_finite(sf.get('regions')), 0)} regions at "
+            f"{num(_finite(sf.get('mb_s')), 0)} MB/s in all; the slowest read "
+            f"({num(_finite(slowest.get('max_ms')), 1)} ms) in region "
+            f"{num(_finite(slowest.get('index')), 0)}. Read only: nothing was written.</p>")
+    return out
+
+
 def environment_html(meta: Mapping[str, Any]) -> str:
     """run.json "environment": what the host set that changes results."""
     env = meta.get("environment")
@@ -827,6 +860,7 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
     out += kv_table([("started", meta.get("started")), ("finished", meta.get("finished")),
                      ("target", target_text(meta.get("target")))])
     out += speed_html(meta)  # the speed plan leads with its four corners and the verdict
+    out += surface_html(meta)  # the hard disk's surface scan: bands, unreadable sectors
     out += _pts_html(run) + _wsat_html(run) + _hir_html(run) + _stats_rows(run)
     out += _fill_html(run)
     out += _trim_html(run, meta)
@@ -1177,8 +1211,9 @@ def index_page(rows: Sequence[dict[str, str]], drive_links: Sequence[tuple[str, 
     body += "<h2>Summary</h2>" + overview_table(rows)
     body += ("<p><a href=\"summary.csv\">summary.csv</a> (every column, for a spreadsheet)"
              "</p>")
+    columns = summary_columns(rows)  # with the lab's fields' columns
     body += ("<details><summary>Every column of summary.csv</summary>"
-             + table(SUMMARY_COLUMNS, [[r[c] for c in SUMMARY_COLUMNS] for r in rows])
+             + table(columns, [[r.get(c, "") for c in columns] for r in rows])
              + "</details>")
     body += "<h2>Drives</h2><ul>" + "".join(
         f"<li><a href=\"{href(d)}/report.html\">{esc(label)}</a></li>"

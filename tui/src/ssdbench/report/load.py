@@ -41,6 +41,10 @@ class ResultsFileError(ValueError):
     """A results file that exists but cannot be read; the message names file and line."""
 
 
+SURFACE_COLUMNS = ("region", "start_byte", "end_byte", "mb_s", "mean_ms", "max_ms",
+                   "unreadable_blocks")
+
+
 def read_columns(path: Path, required: tuple[str, ...]) -> dict[str, FloatArray]:
     """Numeric columns of a CSV by name (an empty field is NaN).
 
@@ -177,6 +181,8 @@ class RunData:
     unreadable: tuple[str, ...] = field(default=())  # files there but not readable
     # sensors-<phase>.csv by phase ("torture", "probe-clean", …): the drive's temperature
     sensors: dict[str, dict[str, FloatArray]] = field(default_factory=dict)
+    # surface.csv (the surface scan): one row per region of the drive
+    surface: dict[str, FloatArray] | None = None
 
 
     @property
@@ -282,14 +288,15 @@ def load_run(run_dir: Path, *, rebuild: bool = True) -> RunData:
         series = columns(path.name, SENSORS_COLUMNS)
         if series is not None:
             sensors[path.stem.removeprefix("sensors-")] = series
+    surface = columns("surface.csv", SURFACE_COLUMNS)
     return RunData(run_dir, run_dir.name, meta, iops, fill, probes, probe_series, readscan,
-                   tuple(problems), tuple(unreadable), sensors)
+                   tuple(problems), tuple(unreadable), sensors, surface)
 
 
 def is_run_dir(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink() and any(
         (path / f).is_file() for f in ("run.json", "iops.csv", "fill.csv", "probes.csv",
-                                       "readscan.csv")
+                                       "readscan.csv", "surface.csv")
     )
 
 

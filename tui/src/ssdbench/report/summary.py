@@ -11,6 +11,7 @@ from ssdbench.analysis import Events
 from ssdbench.grade.capacity import drive_capacity
 from ssdbench.report.charts import MB_PER_MIB
 from ssdbench.report.model import DriveReport, RunAnalysis, run_warnings
+from ssdbench.stages.params import FIELD_NAME
 from ssdbench.untrusted import csv_row
 
 SUMMARY_COLUMNS = (
@@ -24,7 +25,12 @@ SUMMARY_COLUMNS = (
     "steady_state_iops", "steady_start_s", "cliff_at_s", "cliff_plateau_iops", "throttles",
     "events", "grade", "grade_reasons", "authenticity", "real_capacity_bytes",
     "speed_verdict", "speed_corners",
+    # schema 1.1.0: the operator's fields (run.json params); then one field_<name> column per
+    # lab field any row has (FIELD_COLUMN), in the order the rows name them
+    "customer", "asset_tag", "lot", "job",
 )
+FIELD_COLUMN = "field_"  # summary.csv column of the lab's field <name>: field_<name>
+_OPERATOR_CELLS = ("customer", "asset_tag", "lot", "job")
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
@@ -85,7 +91,33 @@ def summary_row(report: DriveReport, run: RunAnalysis, meta: dict[str, Any]) -> 
         **grade_cells(meta),
         **authenticity_cells(meta),
         **speed_cells(meta),
+        **operator_cells(meta),
     }
+
+
+def operator_cells(meta: dict[str, Any]) -> dict[str, str]:
+    """The customer, asset tag, lot and lab job of run.json ``params`` and one
+    ``field_<name>`` cell per lab field (``params.extra_fields``, name -> value). run.json
+    is untrusted: a value that is not text is no value, a name that is not a lab field's
+    name (``[a-z][a-z0-9_]{0,31}``) makes no column."""
+    raw = meta.get("params")
+    params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    cells = {k: params[k] if isinstance(params.get(k), str) else "" for k in _OPERATOR_CELLS}
+    extra = params.get("extra_fields")
+    if isinstance(extra, dict):
+        cells.update({FIELD_COLUMN + name: value for name, value in extra.items()
+                      if isinstance(name, str) and FIELD_NAME.fullmatch(name)
+                      and isinstance(value, str)})
+    return cells
+
+
+def summary_columns(rows: Iterable[dict[str, str]]) -> tuple[str, ...]:
+    """SUMMARY_COLUMNS, then the ``field_<name>`` columns of ``rows`` in the order they
+    first appear (a lab's fields in its order; a field one drive lacks is an empty cell)."""
+    extra: dict[str, None] = {}
+    for row in rows:
+        extra.update(dict.fromkeys(k for k in row if k.startswith(FIELD_COLUMN)))
+    return (*SUMMARY_COLUMNS, *extra)
 
 
 def speed_cells(meta: dict[str, Any]) -> dict[str, str]:
@@ -143,8 +175,12 @@ def _mb(mib_s: float | None) -> float | None:
 
 
 def summary_csv(rows: Iterable[dict[str, str]]) -> str:
+    """The CSV of ``rows``: every text cell through the display rule and the formula guard
+    (untrusted.csv_row: ``=SUM(1)`` as ``'=SUM(1)``), the lab's fields' columns at the end."""
+    rows = list(rows)
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=summary_columns(rows), lineterminator="\n",
+                            restval="")
     writer.writeheader()
     for row in rows:
         writer.writerow(csv_row(row))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
@@ -116,6 +117,11 @@ class RunParams:
     """Speed plan: a figure this much below its class or less is "as fast as its class"."""
     speed_classes: tuple[SpeedClass, ...] = ()
     """Speed plan: the lab's class table (``[speed.class."MODEL REGEX"]`` in a config)."""
+    surface_regions: int = 200
+    """Surface scan: the regions the span is cut into (the chart's x axis, surface.csv's
+    rows)."""
+    surface_block_kib: int = 128
+    """Surface scan: KiB read at a time and timed (128: 256 sectors, MHDD's block)."""
     chart_iops_top: int = 40000
     """Top of the steady linear IOPS chart (seconds above it are drawn at the edge)."""
     operator: str = ""
@@ -196,6 +202,8 @@ class RunParams:
         # a key URL's user and password (the lab's config server) are not kept either
         record["record_key"] = without_url_secrets(self.record_key)
         record["speed_classes"] = classes_record(self.speed_classes)
+        # the lab's fields as an object, name -> value, in the lab's order (read back as is)
+        record["extra_fields"] = dict(self.extra_fields)
         return record
 
     def grade_thresholds(self) -> Thresholds:
@@ -210,20 +218,65 @@ class RunParams:
             power_on_hours_note=self.grade_power_on_hours_note)
 
     def with_values(self, values: Mapping[str, object], source: str = "--set") -> RunParams:
-        changes: dict[str, Any] = {
-            key: _convert(key, value, source) for key, value in values.items()
-        }
+        """``values`` over these; a lab field comes as ``field.<name>`` (``--set``) or a
+        ``field`` table (TOML ``field.pallet = "P-3"``) and replaces that one field, while
+        ``extra_fields`` (a table, pairs) replaces them all."""
+        changes: dict[str, Any] = {}
+        one: dict[str, str] = {}
+        for key, value in values.items():
+            if key.startswith(FIELD_PREFIX):
+                one.update(_convert_fields({key[len(FIELD_PREFIX):]: value}, source,
+                                           key=key, pairs=False))
+            elif key == "field" and isinstance(value, Mapping):
+                one.update(_convert_fields(value, source, key="field", pairs=False))
+            else:
+                changes[key] = _convert(key, value, source)
+        if one:
+            mine = dict(changes.get("extra_fields", self.extra_fields))
+            changes["extra_fields"] = tuple({**mine, **one}.items())
         params = dataclasses.replace(self, **changes)
         _check(params, source)
         return params
 
 
 _FIELDS = {f.name: f for f in fields(RunParams)}
+FIELD_PREFIX = "field."  # --set field.<name>=VALUE: one of the lab's fields
+FIELD_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")  # the lab's field names ([fields] names)
+
+
+def _convert_fields(value: object, source: str, *, key: str = "extra_fields",
+                    pairs: bool = True) -> tuple[tuple[str, str], ...]:
+    """The lab's fields from a table ``{name: value}`` (TOML, run.json) or, with ``pairs``,
+    (name, value) pairs (the kiosk, the journal); each name ``[a-z][a-z0-9_]{0,31}``, once,
+    each value a string."""
+    form = ("a table of the lab's fields, name = \"value\" (names like pallet or "
+            "bay_2: a-z, 0-9, _), or --set field.<name>=VALUE")
+    items: list[tuple[object, object]]
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif pairs and isinstance(value, list | tuple) and all(
+            isinstance(p, list | tuple) and len(p) == 2 for p in value):
+        items = [(p[0], p[1]) for p in value]
+    else:
+        raise ParamError(f"{source}: key {key!r}: expected {form}, got {value!r}"[:400])
+    out: dict[str, str] = {}
+    for name, text in items:
+        where = f"{FIELD_PREFIX}{name}" if isinstance(name, str) else key
+        if not isinstance(name, str) or not FIELD_NAME.fullmatch(name):
+            raise ParamError(f"{source}: key {where!r}: expected a field name of a-z, 0-9 "
+                             f"and _ (a letter first, at most 32), got {name!r}"[:400])
+        if name in out:
+            raise ParamError(f"{source}: key {where!r}: the field is named twice")
+        if not isinstance(text, str):
+            raise ParamError(f"{source}: key {where!r}: expected a string, got {text!r}"[:400])
+        out[name] = text.strip()
+    return tuple(out.items())
 _POSITIVE_INT = {"torture_seconds", "trim_torture_seconds", "fill_passes", "iodepth",
                  "probe_max_multiple",
                  "steady_round_s", "pts_max_rounds", "wsat_seconds", "hir_repetitions",
                  "hir_burst_seconds",
                  "status_timeout_s", "random_read_seconds", "chart_iops_top", "speed_seconds",
+                 "surface_regions", "surface_block_kib",
                  "grade_reallocated_scrap", "grade_reported_uncorrectable_scrap",
                  "grade_media_errors_scrap", "grade_wear_note_percent",
                  "grade_wear_scrap_percent", "grade_power_on_hours_note"}
@@ -238,6 +291,10 @@ def _convert(key: str, value: object, source: str) -> object:
     def bad(form: str) -> ParamError:
         return ParamError(f"{source}: key {key!r}: expected {form}, got {value!r}")
 
+    if key == "extra_fields":
+        if isinstance(value, str):  # --set extra_fields=...: one field at a time instead
+            raise bad("one --set field.<name>=VALUE per field (e.g. field.pallet=P-3)")
+        return _convert_fields(value, source)
     if key == "speed_classes":
         try:
             return parse_classes(value, source)
@@ -269,6 +326,10 @@ def _convert(key: str, value: object, source: str) -> object:
             raise bad("a whole number from 0 to 6")
         if key == "probe_max_multiple" and value > 16:
             raise bad("a whole number of probe sizes from 1 to 16")
+        if key == "surface_regions" and value > 10000:
+            raise bad("a whole number of regions from 1 to 10000")
+        if key == "surface_block_kib" and (value > 16384 or value & (value - 1)):
+            raise bad("a power of two of KiB from 1 to 16384, e.g. 128")
         if key == "speed_seconds" and value > 3600:
             raise bad("a whole number of seconds from 1 to 3600")
         if key == "speed_ramp_seconds" and not 0 <= value <= 600:

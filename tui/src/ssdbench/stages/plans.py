@@ -22,9 +22,10 @@ from ssdbench.stages.probe import probe_stage
 from ssdbench.stages.pts import THROUGHPUT_BLOCK_SIZES, PtsRoundsStage, WipcStage
 from ssdbench.stages.selftest import SelfTestStage
 from ssdbench.stages.speed import SpeedStage
+from ssdbench.stages.surface import SurfaceStage
 
 KINDS = ("consistency", "trim", "diagnose", "erase", "grade", "authenticity", "wsat", "hir",
-         "iops", "throughput", "latency", "speed")
+         "iops", "throughput", "latency", "speed", "surface")
 
 
 def consistency_stages(*, erase: bool = True, op_percent: int = 0) -> list[Stage]:
@@ -85,6 +86,8 @@ def stages_for(kind: str, *, erase: bool = True, op_percent: int = 0) -> list[St
         return [HealthStage("before"), SelfTestStage(), GradeStage()]
     if kind == "speed":  # CrystalDiskMark's four corners; reads only unless speed_writes
         return [SpeedStage()]
+    if kind == "surface":  # read-only: every block read once, timed (a hard disk's view)
+        return [SurfaceStage()]
     if kind == "erase":  # purge and verify only; writes the erase record (ssdbench.record)
         return [CertifiedEraseStage()]
     raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(KINDS)})")

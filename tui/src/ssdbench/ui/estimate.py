@@ -99,6 +99,9 @@ def estimate(drive: Drive, runs: list[tuple[str, int]], params: RunParams,
             parts.append((f"{label}/readscan", drive.size_bytes / MIB / read))
             parts.append((f"{label}/randread", float(params.random_read_seconds)))
             continue
+        if kind == "surface":  # every block read once, at the drive's sequential read
+            parts.append((f"{label}/surface", drive.size_bytes / MIB / read))
+            continue
         if kind == "speed":  # four corners (eight with the writes), each ramp + measured
             corners = 8 if params.speed_writes else 4
             parts.append((f"{label}/speed", float(corners * (params.speed_ramp_seconds

@@ -66,14 +66,18 @@ def writes_record(preset: str) -> bool:
     return "erase" in preset_kinds(preset)
 
 
-# The erase plan's record (docs/erase.md "The erase record"): who erased what for whom. They
-# stay in the form for the next plan of the session; the PSID and the restore consent do not.
+# The erase plan's record (docs/erase.md "The erase record"): who erased what for whom, and
+# the lot the drive came in. They stay in the form for the next plan of the session; the PSID
+# and the restore consent do not. The lab's own fields ([fields]) are the kiosk's and the
+# station's, which read the lab's config (docs/tui.md "The erase record's fields").
 PEOPLE = (
     ("operator", "Operator"),
     ("organisation", "Organisation"),
     ("customer", "Customer"),
     ("asset_tag", "Asset tag"),
+    ("lot", "Lot"),
 )
+PEOPLE_LINES = (("operator",), ("organisation",), ("customer",), ("asset_tag", "lot"))
 ERASE_PRESET = "erase"
 
 
@@ -173,8 +177,10 @@ def plan_summary(plan: Plan, drives: list[Drive]) -> Text:
              style="bold")
     p = plan.params
     if any(r.kind == "erase" for r in plan.runs):
-        people = ", ".join(f"{label.lower()} {getattr(p, key)}" for key, label in PEOPLE
-                           if getattr(p, key, "")) or "nobody named (type them above)"
+        named = [(label.lower(), getattr(p, key)) for key, label in PEOPLE]
+        named += [("job", p.job), *p.extra_fields]  # a plan file's, or --set's
+        people = ", ".join(f"{label} {shown(value, 60)}" for label, value in named
+                           if value) or "nobody named (type them above)"
         t.append(f"\nRecord: {people}.")
         if p.restore_native_max:
             t.append("\nNative max restored first (hdparm -N p<native>): the HPA's hidden "
@@ -248,11 +254,14 @@ class PlanScreen(Screen[None]):
                         yield Label(label, classes="label")
                         yield Input(values[key], id=key, compact=True)
             with Vertical(id="erase-fields"):
-                for key, label in PEOPLE:
+                labels = dict(PEOPLE)
+                for line in PEOPLE_LINES:  # the lot beside the asset tag: 80x25 fits
                     with Horizontal(classes="field tight"):
-                        yield Label(label, classes="label")
-                        yield Input(values.get(key, ""), id=key, compact=True,
-                                    placeholder="on the record")
+                        for n, key in enumerate(line):
+                            yield Label(labels[key], classes="label" if n == 0
+                                        else "label inline")
+                            yield Input(values.get(key, ""), id=key, compact=True,
+                                        placeholder="on the record")
                 with Horizontal(classes="field tight"):
                     yield Label("Hidden area", classes="label")
                     yield Checkbox("restore the native max (HPA) first", id="restore",
