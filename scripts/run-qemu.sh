@@ -33,6 +33,8 @@
 #     --timeout SECONDS    kill QEMU after this long (exit 124)
 #     --batch              serial console to WORKDIR/serial.log only (default when stdin is
 #                          not a terminal); WORKDIR/serial-times.log has seconds since start
+#     --serial-input PATH  with --batch: the serial console's input from PATH (a FIFO a test
+#                          writes to: a barcode scanner's lines typed on ttyS0)
 #     --memory MIB (2048)  --smp N (2)  --accel auto|kvm|tcg (auto: KVM only if it works)
 #     --keep-stick         boot the existing WORKDIR/stick.img again (e.g. after a power cut)
 #     --nvme-hotplug       put each NVMe drive behind its own PCIe root port (nvmeN-port), so
@@ -62,7 +64,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 
 image=$repo/build/dev-image/ssdbench-dev.img
 work=$repo/build/qemu
-uefi=0 secure_boot=0 image_given=0 entry= append= cmd= kiosk_config= results= timeout= batch= memory=2048 smp=2
+uefi=0 secure_boot=0 image_given=0 entry= append= cmd= kiosk_config= results= timeout= batch= memory=2048 smp=2 serial_input=/dev/null
 accel=${SSDBENCH_QEMU_ACCEL:-auto} keep_stick=0 verbose=0
 netboot='' net_hostname='' user_net=0
 nvme_specs=() sata_specs=() puts=() prepare_only=0 nvme_hotplug=0 direct=0 hotplug_ports=0
@@ -88,6 +90,7 @@ while (($#)); do
     --prepare-only) prepare_only=1 ;;
     --timeout) timeout=$2; shift ;;
     --batch) batch=1 ;;
+    --serial-input) serial_input=$2; shift ;;
     --verbose) verbose=1 ;;
     --memory) memory=$2; shift ;;
     --smp) smp=$2; shift ;;
@@ -347,7 +350,7 @@ to=(); [[ -n $timeout ]] && to=(timeout --foreground -k 5 "$timeout")
 set +e
 if [[ $batch -eq 1 ]]; then
     start=${EPOCHREALTIME/./}
-    "${to[@]}" "${qemu[@]}" -display none -monitor none -serial stdio </dev/null 2>"$work/qemu.stderr" |
+    "${to[@]}" "${qemu[@]}" -display none -monitor none -serial stdio <"$serial_input" 2>"$work/qemu.stderr" |
         while IFS= read -r line || [[ -n $line ]]; do
             line=${line%$'\r'}
             printf '%s\n' "$line" >>"$work/serial.log"

@@ -13,6 +13,14 @@ server (``ssdbench.config=http://...``) and the results go to s3proxy on 127.0.0
 * Bench 2 (named by ``ssdbench.bench=``) runs the diagnose plan: a second bench in the same
   store; ``ssdbench fleet`` builds one page of both. Its config server is started only once
   the console said the kiosk waits for it (connection refused): the fetch retries.
+* Jobs in, results out (#46): a job file in the store (`[jobs] store = "jobs.toml"`) gives
+  the two benches' drives their plans by serial over the configs' `diagnose`: bench 1's the
+  trim plan, bench 2's the erase plan with its record. Bench 2 asks each drive's asset tag
+  (`[fields] ask`), typed on its serial console as a barcode scanner types (the code, CR
+  LF) once the console asks; the tag is on the erase record, the certificate and in the
+  fleet's fleet.csv. Both benches post to the reference asset receiver (tests/
+  assetreceiver.py on 127.0.0.1, `[post] what = "runs"`), which validated every record
+  and run.json it filed.
 * Bench 3 boots by UEFI (OVMF; benches 1 and 2 by legacy BIOS PXE) and has a wrong secret
   key: a clear console line, results kept in RAM, nothing of it in the bucket (QEMU is
   stopped there: with no stick the bench would retry for ever).
@@ -28,17 +36,20 @@ import hashlib
 import http.server
 import io
 import json
+import os
 import re
 import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from ssdbench.lab.config import parse_store
 from ssdbench.lab.store import open_store
+from tests.assetreceiver import AssetReceiver
 from tests.conftest import REPO, require_root
 from tests.e2e.rig import (
     BOOT_TIMEOUT_S,
@@ -68,10 +79,25 @@ BENCH3 = "rack1-bench03"
 MANIFEST_BEGIN = "=== SSDBENCH-MANIFEST-BEGIN ==="
 MANIFEST_END = "=== SSDBENCH-MANIFEST-END ==="
 _RUN_DIR = re.compile(r"^(\d{8}T\d{6}Z)_.*_([A-Za-z0-9]+)$")
+ASSET_TAG = "A-4477-NET"  # scanned on bench 2's console
+RECEIVER_TOKEN = "netboot-receiver-token"
+# the lab's jobs, by serial, over the configs' own plan (diagnose)
+JOBS = f"""[[job]]
+id = "J-NET-1"
+serial = "{NVME_SERIAL}"
+plan = "trim"
+
+[[job]]
+id = "J-NET-2"
+serial = "{DIAG_SERIAL}"
+plan = "erase"
+params = {{record_pdf = false}}
+fields = {{customer = "ACME Netboot", lot = "L-NET-7"}}
+"""
 
 
 def kiosk_config(plan: str, serial: str, s3_port: int, *, secret: str = SECRET,
-                 bench: str = "") -> str:
+                 bench: str = "", lab_systems: str = "") -> str:
     # the real stages, their durations shrunk for TCG (the plans themselves are checked in
     # test_kiosk_quick.py; here the network is)
     params = ('[params]\ntorture_seconds = 8\ntrim_torture_seconds = 8\n'
@@ -84,7 +110,15 @@ def kiosk_config(plan: str, serial: str, s3_port: int, *, secret: str = SECRET,
             + f'[store]\nkind = "s3"\nendpoint = "http://{GUEST_HOST}:{s3_port}"\n'
             f'bucket = "{BUCKET}"\nprefix = "{PREFIX}"\naccess_key = "{KEY}"\n'
             f'secret_key = "{secret}"\nstatus_seconds = 2\n'
-            + (f'bench = "{bench}"\n' if bench else ""))
+            + (f'bench = "{bench}"\n' if bench else "") + lab_systems)
+
+
+def lab_systems(receiver_port: int, *, ask: bool = False) -> str:
+    """[jobs] from the store, [post] to the receiver, and (``ask``) the asset tag asked."""
+    return (f'\n[jobs]\nstore = "jobs.toml"\nno_job = "wait"\n'
+            f'\n[post]\nurl = "http://{GUEST_HOST}:{receiver_port}/api/ssdbench"\n'
+            f'token = "{RECEIVER_TOKEN}"\nwhat = "runs"\n'
+            + ('\n[fields]\nask = ["asset_tag"]\n' if ask else ""))
 
 
 class Http:
@@ -127,7 +161,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, dev_image: Path) -> Iterator[d
     for name in ("vmlinuz", "initrd.img", "image-id"):
         shutil.copyfile(DEV_IMAGE_DIR / name, image / name)
     http_server = Http(www)
-    late: list[Http] = []  # servers a test starts while a guest waits
+    late: list[Any] = []  # servers a test starts while a guest waits (each has stop())
     try:
         yield {"base": base, "s3": s3, "www": www, "http": http_server, "late": late,
                "image": image}
@@ -140,7 +174,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory, dev_image: Path) -> Iterator[d
 def netboot(lab: dict[str, Any], name: str, config: str, *, append: str = "",
             hostname: str | None = None, nvme: tuple[str, ...] = (),
             qmp_at: tuple[QmpAt, ...] = (), config_port: int | None = None,
-            uefi: bool = False) -> tuple[int, str, tuple[QmpFired, ...], Path]:
+            uefi: bool = False, serial_input: Path | None = None,
+            ) -> tuple[int, str, tuple[QmpFired, ...], Path]:
     """One bench booted from the network with ``config`` as its kiosk config over HTTP
     (from the server on ``config_port`` when given, else the boot server), by SeaBIOS's
     legacy PXE or, with ``uefi``, OVMF's; returns QEMU's exit code, the serial console,
@@ -170,6 +205,8 @@ def netboot(lab: dict[str, Any], name: str, config: str, *, append: str = "",
             "--timeout", str(BOOT_TIMEOUT_S)]
     if uefi:
         argv.append("--uefi")
+    if serial_input is not None:
+        argv += ["--serial-input", str(serial_input)]
     if hostname:
         argv += ["--net-hostname", hostname]
     for spec in nvme:
@@ -202,12 +239,17 @@ def store_key(bench: str, rel: str) -> str:
     return f"{PREFIX}/{bench}/{m.group(2)}/{m.group(1)}/{rest}"
 
 
+def store_of(lab: dict[str, Any]) -> Any:
+    """The bucket through the product's own S3 client settings."""
+    return open_store(parse_store({"kind": "s3", "endpoint": lab["s3"].endpoint,
+                                   "bucket": BUCKET, "access_key": KEY, "secret_key": SECRET},
+                                  Path(".")))
+
+
 def bucket(lab: dict[str, Any]) -> dict[str, bytes]:
     """Every object in the bucket, read with the product's own S3 client settings."""
-    store = open_store(parse_store({"kind": "s3", "endpoint": lab["s3"].endpoint,
-                                    "bucket": BUCKET, "access_key": KEY, "secret_key": SECRET},
-                                   Path(".")))
-    return {k: store.get(k) for k in store.keys("")}
+    store = store_of(lab)
+    return {k: store.get(k) for k in store.keys("") if not k.endswith("/jobs.toml")}
 
 
 def parses(key: str, data: bytes) -> None:
@@ -248,6 +290,9 @@ def assert_bench_arrived(objects: dict[str, bytes], bench: str, serial: str,
 
 def test_benches_boot_from_the_network_and_fill_one_store(lab: dict[str, Any]) -> None:
     s3_port = lab["s3"].port
+    receiver = AssetReceiver(lab["base"] / "received", token=RECEIVER_TOKEN)
+    lab["late"].append(SimpleNamespace(stop=receiver.close))  # stopped with the servers
+    store_of(lab).put(f"{PREFIX}/jobs.toml", JOBS.encode())
     drive = lab["base"] / "nvme-quick.img"
     drive.write_bytes(b"")
     drive_size = 160 * 1024 * 1024
@@ -258,7 +303,9 @@ def test_benches_boot_from_the_network_and_fill_one_store(lab: dict[str, Any]) -
     link = [{"execute": "set_link", "arguments": {"name": "nic0", "up": False}}]
     relink = [{"execute": "set_link", "arguments": {"name": "nic0", "up": True}}]
     rc, console, fired, _work = netboot(
-        lab, "bench1", kiosk_config("trim", NVME_SERIAL, s3_port), hostname=BENCH1,
+        lab, "bench1", kiosk_config("diagnose", NVME_SERIAL, s3_port,
+                                    lab_systems=lab_systems(receiver.port)),
+        hostname=BENCH1,
         nvme=(f"file={drive},serial={NVME_SERIAL}",),
         qmp_at=(QmpAt(r"^ssdbench: nvme0n1 trim torture started", link),
                 QmpAt(r"^ssdbench: store .*results kept in RAM .*retrying", relink)))
@@ -274,6 +321,7 @@ def test_benches_boot_from_the_network_and_fill_one_store(lab: dict[str, Any]) -
     assert "ssdbench: store s3 http://10.0.2.2" in console and "reachable again" in console
     assert "ssdbench: all results sent to s3" in console, tail
     assert "nvme0n1 (E2ENETNVME01): done" in console, tail
+    assert "J-NET-1" in console, tail  # the job chose the trim plan, and said so
     # the status said so: the outage stays in status.json after it healed
     status1 = json.loads(bucket(lab)[f"{PREFIX}/{BENCH1}/status.json"])["store"]
     assert status1["outages"] >= 1 and status1["last_error"] is None, status1
@@ -290,15 +338,31 @@ def test_benches_boot_from_the_network_and_fill_one_store(lab: dict[str, Any]) -
         lab["late"].append(Http(lab["www"], late_port))
         return []
 
-    rc2, console2, fired2, _w = netboot(
-        lab, "bench2", kiosk_config("diagnose", DIAG_SERIAL, s3_port),
-        append=f"ssdbench.bench={BENCH2}", nvme=(f"file={diag},serial={DIAG_SERIAL}",),
-        config_port=late_port,
-        qmp_at=(QmpAt(r"^ssdbench: config http://10\.0\.2\.2:\d+/bench2\.toml: waiting for "
-                      r"the network \(network up \(default route\)\): .*[Cc]onnection refused",
-                      start_config_server),))
+    # bench 2's console input: a FIFO held open here, so QEMU's stdin never ends
+    scanner = lab["base"] / "bench2-scanner.fifo"
+    os.mkfifo(scanner)
+    scanner_fd = os.open(scanner, os.O_RDWR)
+
+    def scan_asset_tag(_m: re.Match[str], _serial: str) -> list[dict[str, Any]]:
+        os.write(scanner_fd, f"{ASSET_TAG}\r\n".encode())  # a scanner: the code, CR LF
+        return []
+
+    try:
+        rc2, console2, fired2, _w = netboot(
+            lab, "bench2", kiosk_config("diagnose", DIAG_SERIAL, s3_port,
+                                        lab_systems=lab_systems(receiver.port, ask=True)),
+            append=f"ssdbench.bench={BENCH2} ssdbench.console=ttyS0",
+            nvme=(f"file={diag},serial={DIAG_SERIAL}",), config_port=late_port,
+            serial_input=scanner,
+            qmp_at=(QmpAt(r"^ssdbench: config http://10\.0\.2\.2:\d+/bench2\.toml: waiting "
+                          r"for the network \(network up \(default route\)\): "
+                          r".*[Cc]onnection refused", start_config_server),
+                    QmpAt(r"scan or type its asset_tag", scan_asset_tag)))
+    finally:
+        os.close(scanner_fd)
     assert rc2 == 0, console2[-3000:]
-    assert len(fired2) == 1, console2[-3000:]
+    assert len(fired2) == 2, (fired2, console2[-3000:])
+    assert "J-NET-2" in console2, console2[-3000:]
     assert "ssdbench: config fetched from http://10.0.2.2:" in console2, console2[-3000:]
     assert f"as bench {BENCH2}" in console2, console2[-3000:]
 
@@ -306,7 +370,23 @@ def test_benches_boot_from_the_network_and_fill_one_store(lab: dict[str, Any]) -
     want1 = assert_bench_arrived(objects, BENCH1, NVME_SERIAL, console)
     assert any(k.endswith("/trim/run.json") for k in want1), sorted(want1)
     assert any(k.endswith("/trim/iops.csv") for k in want1), sorted(want1)
-    assert_bench_arrived(objects, BENCH2, DIAG_SERIAL, console2)
+    want2 = assert_bench_arrived(objects, BENCH2, DIAG_SERIAL, console2)
+    [record_key] = [k for k in want2 if k.endswith("/erase-record.json")]
+    record = json.loads(objects[record_key])
+    people = record["people"]
+    assert people["asset_tag"] == ASSET_TAG and people["job"] == "J-NET-2", people
+    assert people["lot"] == "L-NET-7" and people["customer"] == "ACME Netboot", people
+    certificate = objects[record_key.replace("erase-record.json", "erase-certificate.html")]
+    assert ASSET_TAG.encode() in certificate and b"J-NET-2" in certificate
+    # the reference receiver: every record and finished run of both benches, validated
+    filed = {p.relative_to(receiver.folder).parts[0]: p for p in receiver.filed()}
+    records = list((receiver.folder / "records").rglob("*.json"))
+    runs = [json.loads(p.read_bytes()) for p in (receiver.folder / "runs").rglob("*.json")]
+    assert len(records) == 1 and json.loads(records[0].read_bytes()) == record, filed
+    assert {(r["kind"], r["params"].get("job")) for r in runs} == {
+        ("trim", "J-NET-1"), ("erase", "J-NET-2")}, runs
+    assert all(s.status in (200, 201) for s in receiver.requests), receiver.requests
+    assert "posted" in console and "posted" in console2, console2[-2000:]
 
     # -- one fleet page of both, built from the store
     host_config = lab["base"] / "fleet.toml"
@@ -320,6 +400,7 @@ def test_benches_boot_from_the_network_and_fill_one_store(lab: dict[str, Any]) -
     rows = list(csv.DictReader(io.StringIO((out / "fleet.csv").read_text())))
     by_bench = {r.get("bench"): r for r in rows}
     assert {BENCH1, BENCH2} <= set(by_bench), rows
+    assert {r.get("asset_tag") for r in rows if r.get("bench") == BENCH2} == {ASSET_TAG}, rows
     page = (out / "fleet.html").read_text()
     assert BENCH1 in page and BENCH2 in page and NVME_SERIAL in page and DIAG_SERIAL in page
     assert "outage, healed" in page or "outages, healed" in page  # bench 1's cut link

@@ -75,3 +75,18 @@ def test_a_line_with_no_drive_waiting_is_not_used_and_the_console_ending_drops_t
     intake.close()
     assert done == [] and intake.waiting() == 0
     assert "intake: sda (A1): the console ended before its fields were in: not tested" in lines
+
+
+def test_idle_is_set_only_after_the_drives_values_are_handed_over() -> None:
+    """The kiosk waits on ``idle`` and then reads the values ``done`` stored: set before
+    ``done`` ran, a QEMU netboot run read none and said "its fields were not entered"
+    right after the tag was scanned."""
+    from ssdbench.kiosk.intake import Intake
+
+    seen: list[tuple[bool, dict[str, str]]] = []
+    intake = Intake(["asset_tag"], lambda _line: None)
+    intake.add("k", "nvme0n1 (S1)", lambda values: seen.append((intake.idle.is_set(), values)))
+    assert not intake.idle.is_set()
+    intake.feed("A-4477\r\n")
+    assert seen == [(False, {"asset_tag": "A-4477"})]
+    assert intake.idle.is_set()

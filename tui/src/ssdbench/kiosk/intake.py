@@ -257,12 +257,15 @@ class Intake:
             w.values[name] = value
             if len(w.values) == len(self.ask):
                 finished = self._queue.pop(0)
-                if not self._queue:
-                    self.idle.set()
         self.say(f"intake: {w.who}: {name} = {shown(value, limit=MAX_SHOWN)!r}")
         if finished is not None:
             self.asking(w.key, None)
             finished.done(dict(finished.values))
+            # idle only once the drive's values are handed over: a kiosk waiting on it
+            # reads them next (set before, it read none: "its fields were not entered")
+            with self._lock:
+                if not self._queue:
+                    self.idle.set()
         else:
             self.asking(w.key, self.ask[len(w.values)])
         self._prompt()
