@@ -323,15 +323,33 @@ def get(url: Url, *, timeout_s: float, limit: int,
     """GET ``url``, following up to MAX_REDIRECTS redirects within the one deadline of
     ``timeout_s`` seconds. The user and password go to the URL's own origin only; a
     redirect from https to http is a final FetchError (never followed)."""
+    return follow(url, timeout_s=timeout_s, limit=limit, context=context)
+
+
+def follow(url: Url, method: str = "GET", *, body: bytes | None = None,
+           headers: Mapping[str, str] | None = None,
+           home_headers: Mapping[str, str] | None = None,
+           statuses: tuple[int, ...] = REDIRECTS, timeout_s: float,
+           until: float | None = None, limit: int,
+           context: ssl.SSLContext | None = None, what: str = "answer") -> Answer:
+    """``method`` ``url`` (with ``body``), following up to MAX_REDIRECTS redirects whose
+    status is in ``statuses`` (the same method and body) within the one deadline of
+    ``timeout_s`` seconds (and ``until``). ``home_headers`` (default: the URL's user and
+    password as basic auth) and ``context`` (a lab CA) go to the URL's own origin only; a
+    redirect from https to http is a final FetchError naming ``what`` (never followed)."""
     end = time.monotonic() + timeout_s
+    if until is not None:
+        end = min(end, until)
+    own = url.auth_header() if home_headers is None else dict(home_headers)
     current = url
     for _hop in range(MAX_REDIRECTS + 1):
-        home = current.origin == url.origin  # the user and password go there only
-        answer = request(current, timeout_s=timeout_s, until=end, limit=limit,
-                         headers=url.auth_header() if home else None, auth=False,
+        home = current.origin == url.origin  # the credentials go there only
+        answer = request(current, method, body=body,
+                         headers={**(headers or {}), **(own if home else {})},
+                         timeout_s=timeout_s, until=end, limit=limit, auth=False,
                          context=context if home else None)
         location = answer.headers.get("location")
-        if answer.status not in REDIRECTS or not location:
+        if answer.status not in statuses or not location:
             return answer
         try:
             nxt = parse_url(urljoin(current.bare, location.strip()))
@@ -341,7 +359,7 @@ def get(url: Url, *, timeout_s: float, limit: int,
         nxt = Url(nxt.scheme, nxt.host, nxt.port, nxt.target)  # never a Location's user
         if current.scheme == "https" and nxt.scheme != "https":
             raise FetchError(f"redirected from https to http ({nxt.shown}): refused, the "
-                             "answer would travel in plain text; name the https URL itself",
-                             final=True)
+                             f"{what} would travel in plain text; name the https URL "
+                             "itself", final=True)
         current = nxt
     raise FetchError(f"more than {MAX_REDIRECTS} redirects", final=True)

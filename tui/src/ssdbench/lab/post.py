@@ -36,18 +36,15 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from urllib.parse import urljoin
 
 from ssdbench import jsonfile
 from ssdbench.lab.config import PostConfig, scrub
 from ssdbench.lab.fetch import (
-    MAX_REDIRECTS,
     Answer,
     FetchError,
     Url,
-    UrlError,
+    follow,
     parse_url,
-    request,
 )
 from ssdbench.lab.uploader import POST_JOURNAL
 from ssdbench.results import atomic
@@ -104,31 +101,9 @@ def post(url: Url, body: bytes, headers: Mapping[str, str], *, auth: Mapping[str
     MAX_REDIRECTS 307/308 redirects (the same method and body) within the one deadline.
     ``auth`` (the Authorization header) goes to ``url``'s own origin only, and so does
     ``context`` (a lab CA); https is never followed to http (a final FetchError)."""
-    end = time.monotonic() + timeout_s
-    if until is not None:
-        end = min(end, until)
-    current = url
-    for _hop in range(MAX_REDIRECTS + 1):
-        home = current.origin == url.origin
-        answer = request(current, "POST", body=body,
-                         headers={**headers, **(auth if home else {})},
-                         timeout_s=timeout_s, until=end, limit=ANSWER_LIMIT,
-                         context=context if home else None, auth=False)
-        location = answer.headers.get("location")
-        if answer.status not in (307, 308) or not location:
-            return answer
-        try:
-            nxt = parse_url(urljoin(current.bare, location.strip()))
-        except UrlError as exc:
-            raise FetchError(f"redirected to a URL that cannot work ({exc})",
-                             final=True) from None
-        nxt = Url(nxt.scheme, nxt.host, nxt.port, nxt.target)  # never a Location's user
-        if current.scheme == "https" and nxt.scheme != "https":
-            raise FetchError(f"redirected from https to http ({nxt.shown}): refused, the "
-                             "record would travel in plain text; name the https URL itself",
-                             final=True)
-        current = nxt
-    raise FetchError(f"more than {MAX_REDIRECTS} redirects", final=True)
+    return follow(url, "POST", body=body, headers=headers, home_headers=auth,
+                  statuses=(307, 308), timeout_s=timeout_s, until=until,
+                  limit=ANSWER_LIMIT, context=context, what="record")
 
 
 def reason_of(answer: Answer) -> str:
