@@ -5,6 +5,7 @@ mount point holding it, or one drive folder)."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,50 @@ def register(subparsers: Any) -> None:
     parser.add_argument("dir", metavar="DIR", type=Path, help="results or drive folder")
     parser.add_argument("--no-svg", action="store_true",
                         help="write PNG charts only (faster)")
+    parser.add_argument("--batch-day", metavar="YYYY-MM-DD", default=None,
+                        help="also the batch page of a station day: every drive with a run "
+                             "started on that UTC date, batch-<day>.html and .pdf in the "
+                             "results folder ('today': the UTC date now)")
+    parser.add_argument("--no-pdf", action="store_true",
+                        help="with --batch-day: the HTML page only (no WeasyPrint)")
     parser.set_defaults(func=run)
+
+
+DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def batch_day(root: Path, day: str, *, pdf: bool) -> int:
+    """The station day's batch page (record/batch.py) in ``root``; prints its paths."""
+    from datetime import UTC, date, datetime
+
+    from ssdbench.record.batch import drive_dirs_of_day, write_batch
+    from ssdbench.results.layout import utc_stamp
+
+    now = datetime.now(UTC)
+    if day == "today":
+        day = f"{now:%Y-%m-%d}"
+    try:
+        if not DAY.match(day):
+            raise ValueError
+        date.fromisoformat(day)
+    except ValueError:
+        print(f"ssdbench report: --batch-day {shown(day, limit=40)!r}: expected a date as "
+              "YYYY-MM-DD (UTC) or 'today'", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    dirs = drive_dirs_of_day(root, day)
+    if not dirs:
+        print(f"ssdbench report: no drive in {root} has a run started on {day} (UTC): no "
+              "batch page", file=sys.stderr)
+        return int(ExitCode.FAILURE)
+    html, problem = write_batch(root, dirs, title=f"station day {day}", made=utc_stamp(now),
+                                stem=f"batch-{day}", pdf=pdf)
+    print(html)
+    if problem is None:
+        print(html.with_suffix(".pdf"))
+    elif pdf:
+        print(f"ssdbench report: batch page: {shown(problem)}", file=sys.stderr)
+        return int(ExitCode.FAILURE)
+    return int(ExitCode.OK)
 
 
 def resolve(directory: Path) -> tuple[str, Path]:
@@ -95,6 +139,14 @@ def run(args: argparse.Namespace) -> int:
     if kind == "root":
         print(path / "index.html")
         print(path / "summary.csv")
+    if args.batch_day is not None:
+        if kind != "root":
+            print("ssdbench report: --batch-day needs the results folder, not one drive's",
+                  file=sys.stderr)
+            return int(ExitCode.USAGE)
+        code = batch_day(path, args.batch_day, pdf=not args.no_pdf)
+        if code != ExitCode.OK:
+            return code
     # 1: a report could not be written, or a run's file is there but unreadable (the pages
     # are still written and say which); an interrupted or cancelled run is not a failure
     return int(ExitCode.FAILURE if failed else ExitCode.OK)
