@@ -48,6 +48,8 @@ F_NAND_PAGES, F_GC_MOVES, F_ERASES, F_BUSY, F_STALL, F_FREE, F_TRIMS = 4, 5, 6, 
 N_FIELDS = 11
 SUB = 100  # host write completions are also counted per 10 ms (fields N_FIELDS..+SUB)
 R10 = N_FIELDS + SUB  # ... and the server's replies to them, per 10 ms (fields R10..+SUB)
+D10 = R10 + SUB  # host reads of one 4 KiB page completed per 10 ms (fields D10..+SUB)
+S10 = D10 + SUB  # ... of which solo: no other request overlapped them (fields S10..+SUB)
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,8 @@ class FTL:
         )
         self.rng = random.Random(seed)
         self.busy_until = 0.0
+        self.solo_candidate: float | None = None  # done of the last one-page read that waited
+        # for nothing, solo unless a request arrives before it is done
         self.temp_c = personality.ambient_c  # the thermal model's temperature
         self.temp_at = 0.0  # ... at this time (0: not started)
         self.throttled = False
@@ -368,7 +372,7 @@ class FTL:
     def _bin(self, sec: int) -> list[float]:
         row = self.bins.get(sec)
         if row is None:
-            row = [0.0] * (N_FIELDS + 2 * SUB)
+            row = [0.0] * (N_FIELDS + 4 * SUB)
             row[F_FREE] = -1.0
             self.bins[sec] = row
         return row
@@ -437,7 +441,15 @@ class FTL:
                                 "temperature_c": round(self.temp_c, 2)})
         return p.throttle_factor if self.throttled else 1.0
 
+    def _arrived(self, arrival: float) -> None:
+        """A request arrived: the last one-page read was solo if it was done by then."""
+        if self.solo_candidate is not None:
+            if arrival >= self.solo_candidate:
+                self._count_10ms(S10, self.solo_candidate)
+            self.solo_candidate = None
+
     def _serve(self, arrival: float, units: float, stall_units: float) -> float:
+        self._arrived(arrival)
         start = max(arrival, self.busy_until)
         factor = self._thermal(start)
         units *= factor
@@ -513,10 +525,17 @@ class FTL:
 
     def read(self, arrival: float, offset: int, length: int) -> float:
         pages = self._pages(offset, length)
+        self._arrived(arrival)
+        waited = arrival < self.busy_until
         self._idle(arrival)
         done = self._serve(arrival, len(pages) * self.p.read_cost, 0.0)
         self.totals.host_reads += 1
-        row = self._bin(math.floor(done))
+        # one-page reads apart, per 10 ms: a 4 KiB read job's I/Os, not a tool's buffered
+        # probe of the device beside it (readahead: many pages a read); and of them the
+        # solo ones (a QD1 job's, when nothing else reads the drive at the time)
+        row = self._count_10ms(D10, done) if len(pages) == 1 else self._bin(math.floor(done))
+        if len(pages) == 1 and not waited:
+            self.solo_candidate = done
         row[F_HOST_READS] += 1
         row[F_READ_PAGES] += len(pages)
         return done
@@ -575,6 +594,9 @@ class FTL:
 
     def final_bins(self, now: float, everything: bool = False) -> list[tuple[int, list[float]]]:
         """Pop the bins no request can change any more (second + 1 <= now), sorted."""
+        if self.solo_candidate is not None and (everything or self.solo_candidate <= now):
+            # nothing arrived before it was done (arrivals come in order, under the lock)
+            self._arrived(max(now, self.solo_candidate))
         limit = math.inf if everything else math.floor(now)
         done = sorted(s for s in self.bins if s < limit)
         return [(s, self.bins.pop(s)) for s in done]
@@ -612,5 +634,7 @@ def record(sec: int, row: list[float], last_free: int) -> dict[str, Any]:
         "stall_ms": round(min(1000.0, row[F_STALL]), 1),
         "zero_second": host == 0 and busy >= 999.0,
         "w10ms": [int(x) for x in row[N_FIELDS:R10]] if host else [],
-        "r10ms": [int(x) for x in row[R10:]] if any(row[R10:]) else [],
+        "r10ms": [int(x) for x in row[R10:D10]] if any(row[R10:D10]) else [],
+        "rd10ms": [int(x) for x in row[D10:S10]] if any(row[D10:S10]) else [],
+        "solo10ms": [int(x) for x in row[S10:]] if any(row[S10:]) else [],
     }

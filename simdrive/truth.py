@@ -36,6 +36,8 @@ class Second:
     zero_second: bool  # busy all second, no host write completed
     w10ms: tuple[int, ...] = ()  # host writes completed per 10 ms of the second (empty: none)
     r10ms: tuple[int, ...] = ()  # the server's replies to host writes per 10 ms (served only)
+    rd10ms: tuple[int, ...] = ()  # host reads of one 4 KiB page done per 10 ms (empty: none)
+    solo10ms: tuple[int, ...] = ()  # ... of which solo: no other request overlapped them
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,20 @@ class Truth:
     def _reply_prefix(self) -> tuple[int, list[int]]:
         return self._prefix_of("r10ms")
 
+    @functools.cached_property
+    def _read_prefix(self) -> tuple[int, list[int]]:
+        return self._prefix_of("rd10ms")
+
+    @functools.cached_property
+    def _solo_prefix(self) -> tuple[int, list[int]]:
+        return self._prefix_of("solo10ms")
+
     def _cum(self, t: float, replied: bool) -> float:
-        first, cum = self._reply_prefix if replied else self._done_prefix
+        return self._cum_of(self._reply_prefix if replied else self._done_prefix, t)
+
+    @staticmethod
+    def _cum_of(prefix: tuple[int, list[int]], t: float) -> float:
+        first, cum = prefix
         x = t * 100.0 - first
         if x <= 0:
             return 0.0
@@ -101,6 +115,24 @@ class Truth:
         linear within a slot): by the model's completion times, or with `replied` by when
         the server sent the replies (served drives only: what the host could see)."""
         return self._cum(t1, replied) - self._cum(t0, replied)
+
+    def page_reads_between(self, t0: float, t1: float, solo: bool = False) -> float:
+        """Host reads of one 4 KiB page the model completed within the epoch interval
+        [t0, t1) (10-ms resolution, linear within a slot); with ``solo`` only those no
+        other request overlapped (arrived while the drive was idle, done before the next
+        arrival): a QD1 job's reads less any another process slipped in beside them."""
+        prefix = self._solo_prefix if solo else self._read_prefix
+        return self._cum_of(prefix, t1) - self._cum_of(prefix, t0)
+
+    def last_page_read_end(self, before: float = math.inf) -> float | None:
+        """The end (epoch s) of the last 10-ms slot starting before ``before`` in which a
+        one-page host read completed: where a 4 KiB read job's last I/O ended, to a slot
+        (None: none)."""
+        for s in reversed(self.seconds):
+            for i in range(len(s.rd10ms) - 1, -1, -1):
+                if s.rd10ms[i] and s.t + i / 100.0 < before:
+                    return s.t + (i + 1) / 100.0
+        return None
 
     def reply_lag(self, t: float) -> float:
         """Writes the model had completed by epoch `t` that the server had not yet answered
@@ -185,6 +217,8 @@ def parse(text: str) -> Truth:
         else:
             obj["w10ms"] = tuple(obj.get("w10ms", ()))
             obj["r10ms"] = tuple(obj.get("r10ms", ()))
+            obj["rd10ms"] = tuple(obj.get("rd10ms", ()))
+            obj["solo10ms"] = tuple(obj.get("solo10ms", ()))
             seconds.append(Second(**obj))
     seconds.sort(key=lambda s: s.t)
     return Truth(tuple(seconds), tuple(events))

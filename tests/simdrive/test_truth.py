@@ -59,6 +59,37 @@ def test_replies_are_counted_apart_from_the_models_completions() -> None:
     assert log.reply_lag(1001.02) == pytest.approx(0)
 
 
+def test_reads_are_counted_per_10_ms_apart_from_writes() -> None:
+    """A QD1 read job split into the drive's service and the host's gaps: reads of 12.5 ms
+    each (FOB 10, read_cost 0.125) arriving 2.5 ms after the previous completion, from
+    epoch 1000.5 to 1003.5; then two reads that overlap (not solo), a write and a read of
+    8 pages, which the page-read counts leave alone."""
+    p = Personality("t", "test", spare=0.5, pages_per_block=16, low=1, read_cost=0.125)
+    ftl = FTL(p, 64 * 2**20, 10.0)
+    t = 1000.5
+    while t < 1003.5:
+        t = ftl.read(t, 0, PAGE) + 0.0025
+    ftl.read(1003.6, 0, PAGE)
+    ftl.read(1003.605, 0, PAGE)  # arrives while the one before is served: neither is solo
+    ftl.write(1004.0, 0, PAGE)
+    ftl.read(1004.5, 0, 8 * PAGE)  # a buffered probe's readahead: not a page read
+    log = truth.parse("\n".join(json.dumps(record(s, row, 0))
+                                for s, row in ftl.final_bins(2000.0)))
+    assert log.page_reads_between(1000, 1003.55) == 200  # 3 s over 15 ms a read
+    assert log.page_reads_between(1000, 1005) == 202
+    assert log.page_reads_between(1000, 1005, solo=True) == 200
+    assert log.page_reads_between(1001, 1002) == pytest.approx(1000 / 15, abs=1)
+    assert log.writes_between(1000, 1005) == 1 and log.seconds[-1].rd10ms == ()
+    assert log.seconds[-1].host_reads == 1 and log.seconds[-1].read_pages == 8
+    assert log.last_page_read_end() == pytest.approx(1003.63)  # its read: done 1003.625
+    end = log.last_page_read_end(before=1003.55)
+    assert end == pytest.approx(1003.5)  # the slot of the 200th read's completion, 1003.4975
+    assert log.last_page_read_end(before=1001.0) == pytest.approx(1001.0)
+    assert log.last_page_read_end(before=1000.4) is None
+    busy = sum(s.busy_ms for s in log.window(1001, 1003)) / 1000
+    assert busy / log.page_reads_between(1001, 1003) == pytest.approx(0.0125, rel=0.01)
+
+
 def test_align_finds_the_phase_of_a_per_second_series() -> None:
     log = truth.parse(model_log()[0])
     # a series that starts at 1009.8: 0.7 s idle + 0.3 s of writes, then 700
