@@ -387,7 +387,7 @@ def test_fleet_page_from_a_webdav_store(dav: Nginx, tmp_path: Path) -> None:
     assert runs == {("bench-07", "DEMONVME0001"), ("bench-07", "DEMOSATA0001")}, rows
     assert "DEMONVME0001" in (out / "fleet.html").read_text()
     # the index the build kept in the store (PUT + MOVE): the next build reads no run.json
-    index = dav.workdir / "root/store/lab1/_fleet/bench-07.csv.gz"
+    index = dav.workdir / "root/store/lab1/_fleet/bench-07/20261125.csv.gz"
     assert index.read_bytes()[:2] == b"\x1f\x8b"
     again = tmp_path / "fleet2"
     assert main(["fleet", "store", "--config", str(config), "--output", str(again)]) == 0
@@ -395,7 +395,7 @@ def test_fleet_page_from_a_webdav_store(dav: Nginx, tmp_path: Path) -> None:
 
 
 def test_fleet_index_in_an_s3_store_by_etag(s3: S3Proxy, tmp_path: Path) -> None:
-    """#46: the fleet build keeps its index in the S3 store (lab1/_fleet/<bench>.csv.gz): a
+    """#46: the fleet build keeps its index in the S3 store (lab1/_fleet/<bench>/<day>.csv.gz): a
     second build reads no run.json, a run.json sent again with other content (another ETag)
     is read again, and the rows equal a build that reads everything."""
     from ssdbench.lab import fleetindex
@@ -409,7 +409,7 @@ def test_fleet_index_in_an_s3_store_by_etag(s3: S3Proxy, tmp_path: Path) -> None
     out.mkdir()
     first = fleetindex.build(src, out)
     assert (first.runs, first.read) == (2, 2)
-    assert store.get("lab1/_fleet/bench-07.csv.gz")[:2] == b"\x1f\x8b"
+    assert store.get("lab1/_fleet/bench-07/20261125.csv.gz")[:2] == b"\x1f\x8b"
     assert fleetindex.build(src, out).read == 0
     key = "lab1/bench-07/DEMONVME0001/20261125T062239Z/trim/run.json"
     doc = json.loads(store.get(key))

@@ -25,9 +25,11 @@ def register(subparsers: Any) -> None:
             "<bench>/<serial>/<run id>/... (a copy of the store's prefix), or the word "
             "'store' with --config FILE: the [store] of that kiosk config, read over the "
             "network. The rows of finished runs are kept in an index in the store "
-            "(_fleet/<bench>.csv.gz, written back by this command; for a folder, in "
+            "(_fleet/<bench>/<day>.csv.gz, written back by this command; for a folder, in "
             "DIR/_fleet/, the folder is only read): a build reads only the "
-            "run.json files that are new or changed since. Every run is in fleet.csv and on "
+            "run.json files that are new or changed since, and what each bench and day gave "
+            "the page is kept in DIR/_fleet/.cache/ (build into the same DIR each time: a "
+            "day's new runs cost what they are). Every run is in fleet.csv and on "
             "the search pages fleet-serials/ (and fleet-asset-tags/, fleet-lots/); the page "
             "shows summaries and the newest 500 runs. Prints the page's path. Exit status 2 "
             "when SOURCE holds no bench."
@@ -42,7 +44,8 @@ def register(subparsers: Any) -> None:
                         help="a running bench whose status is older is 'silent' (default 120)")
     parser.add_argument("--no-index", action="store_true",
                         help="read every run.json, neither read nor write the index (in "
-                        "the store under _fleet/, or for a folder in DIR/_fleet/: docs/lab.md)")
+                        "the store under _fleet/, or for a folder in DIR/_fleet/: docs/lab.md), "
+                        "and make DIR/_fleet/.cache/ again")
     parser.set_defaults(func=run)
 
 

@@ -36,7 +36,8 @@ SILENT_AFTER_S = 120.0
 CSV_COLUMNS = ("bench", "model", "firmware", "serial", "run_id", "run", "state", "trim_verdict",
                "steady_iops", "steady_iops_stddev", "erase_method", "erase_verified",
                "started", "finished", "grade", "grade_reasons",
-               "authenticity", "real_capacity_bytes")
+               "authenticity", "real_capacity_bytes",
+               "lot", "asset_tag")  # schema 1.1.0: the operator's fields (#46)
 Loader = Callable[[], bytes]
 
 
@@ -317,10 +318,22 @@ def _row(key: str, doc: dict[str, Any], drives: dict[str, dict[str, Any]]) -> di
         "grade": str(grade.get("grade") or "") if isinstance(grade.get("grade"), str) else "",
         "grade_reasons": "; ".join(str(_obj(r).get("text") or "") for r in reasons),
         **authenticity_cells(doc),  # the intake plan's fake-capacity check
+        **{name: _operator_field(doc, name) for name in ("lot", "asset_tag")},
         # the page only (not in fleet.csv): the machine and the controller (devices/host.py)
         **{f"host_{k}": v for k, v in describe_host(_obj(doc.get("host")) or None).items()
            if k in ("machine", "controller")},
     }
+
+
+def _operator_field(doc: dict[str, Any], name: str) -> str:
+    """The run's lot or asset tag: run.json ``params`` (what ``ssdbench run``, the TUI, the
+    kiosk and the station write), else a top-level or ``operator`` member; "" when none is
+    text."""
+    for where in (_obj(doc.get("params")), doc, _obj(doc.get("operator"))):
+        value = where.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 def fleet_csv(fleet: Fleet) -> str:
