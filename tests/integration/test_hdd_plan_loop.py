@@ -3,7 +3,7 @@ block once, timed (the surface scan), then grades and erases (here by overwrite:
 device has no firmware erase) and writes the signed record; `ssdbench report` draws the
 surface chart and says the verdict first. The scan itself reads only: the backing file is
 unchanged when the plan's erase is left out. Slow and unreadable sectors: tests/unit/
-test_surface.py (a reader that fails), tests/integration/test_usb_drives_qemu.py (a QEMU
+test_surface.py (a reader that fails), tests/integration/test_usb_and_disk_qemu.py (a QEMU
 disk)."""
 
 from __future__ import annotations
