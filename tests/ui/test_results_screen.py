@@ -79,7 +79,7 @@ async def test_intake_leads_with_capacity_grade_and_the_erase_reason(tmp_path: P
     assert "capacity genuine" in answer
     assert "grade note" in answer
     assert "erase FAIL" in answer and NO_FIRMWARE_ERASE[:40] in answer
-    assert "erase record: erase/record.json" in answer
+    assert "erase record: erase/record.json UNSIGNED" in answer  # #45 F
     assert columns == ["drive", "run", "state", "capacity", "grade", "erase"], columns
     assert first, "the answer is not above the table"
 
@@ -93,3 +93,65 @@ async def test_grade_and_speed_have_their_own_columns(tmp_path: Path) -> None:
     assert "as fast as its class" in answer
     for label, mb in SPEED_CORNERS:
         assert f"{label} read {mb:,.0f} MB/s" in answer, answer
+
+
+async def test_three_intakes_fit_80x25_with_whole_cells_and_the_detail_pane(
+        tmp_path: Path) -> None:
+    """#45 C, D: three drives' intakes overflowed 80x25 (the detail pane never showed, the
+    third report path hidden without a sign), the grade cell read "not gra" and a wrapped
+    reason went back to column 0."""
+    import dataclasses
+
+    from ssdbench.ui.results import column_widths
+
+    root = tmp_path / "ssdbench"
+    outcomes = []
+    for n in (1, 2, 3):
+        _d, outcome = write_intake(root / f"d{n}")
+        outcomes.append(dataclasses.replace(outcome, drive=f"loop{n}"))
+    app = make_app(results_root=root)
+    async with app.run_test(size=(80, 25)) as pilot:
+        screen = ResultsScreen(outcomes, root, [])
+        app.push_screen(screen)
+        await wait_for(pilot, lambda: bool(screen.summaries), what="results")
+        await pilot.pause()
+        detail = screen.query_one("#results-detail", Static)
+        top = screen.query_one("#results-top")
+        assert detail.region.height >= 3 and detail.region.bottom <= 24, detail.region
+        # what does not fit scrolls, with its bar showing; every report path is in it
+        assert top.max_scroll_y > 0 and top.show_vertical_scrollbar
+        where = text_of(screen, "#results-where")
+        assert all(f"{o.drive_dir}/report.html" in where for o in outcomes)
+        # a reason that wraps keeps its indent
+        from rich.console import Console
+
+        console = Console(width=40, record=True, color_system=None)
+        console.print(screen.query_one("#results-answer", Static).content)
+        lines = console.export_text().splitlines()
+        reason = lines.index(next(ln for ln in lines if "erase FAIL:" in ln))
+        assert lines[reason].startswith("  erase FAIL:")
+        assert lines[reason + 1].startswith("  ") and lines[reason + 1].strip(), lines
+    rows = [("loop1", "erase", "failed", "", "not gradable", "FAIL"),
+            ("loop1", "speed", "done", "no reference for this model", "", "")]
+    widths = column_widths(("drive", "run", "state", "capacity", "grade", "erase"), rows)
+    assert widths[4] == len("not gradable") and sum(w + 2 for w in widths) <= 80
+    widths = column_widths(("drive", "run", "state", "speed"), [r[:4] for r in rows[1:]])
+    assert widths[3] == len("no reference for this model")
+
+
+async def test_a_speed_run_says_its_verdict_once_above_and_once_in_its_row(
+        tmp_path: Path) -> None:
+    """#45 B: "no reference for this model" three times on the speed screen (the answer,
+    its corners' line, the detail pane) besides the row's cell."""
+    root = tmp_path / "ssdbench"
+    _d, outcome = write_speed(root)
+    app = make_app(results_root=root)
+    async with app.run_test(size=(80, 25)) as pilot:
+        screen = ResultsScreen([outcome], root, [])
+        app.push_screen(screen)
+        await wait_for(pilot, lambda: bool(screen.summaries), what="results")
+        await pilot.pause()
+        answer = text_of(screen, "#results-answer")
+        detail = text_of(screen, "#results-detail")
+    assert answer.count("as fast as its class") == 1, answer
+    assert "as fast as its class" not in detail and "SEQ1M Q8T1 read" in detail, detail

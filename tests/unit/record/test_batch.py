@@ -121,3 +121,40 @@ def test_kiosk_run_ends_with_the_batch_page(tmp_path: Path) -> None:
     pages = list(tmp_path.glob("batch-*.html"))
     assert len(pages) == 1 and pages[0].read_text().count("<tr>") == 4
     assert "batch page of 3 drives" in out.getvalue()
+
+
+def test_a_lot_handed_on_names_its_lot_tags_devices_and_why_a_drive_failed(
+        tmp_path: Path) -> None:
+    """#45 G, F: drives with no serial read "– —" with no device, asset tag or lot; a FAIL
+    gave no reason; an unsigned record was called signed; "made …Z (UTC)"."""
+    def drive(name: str, tag: str, status: str, reason: str, lot: str = "L-9") -> Path:
+        d = tmp_path / f"2026-11-28T1200Z_unknown_{name}"
+        run = _run(d, "erase", kind="erase", started="2026-11-28T12:00:00Z",
+                   drive={"name": name, "size_bytes": 300_000_000},
+                   params={"asset_tag": tag, "lot": lot, "operator": "Ann"},
+                   erase={"method": "overwrite"})
+        (run / RECORD_JSON).write_text(json.dumps({
+            "record_id": f"id-{name}", "sanitization": {"method": "overwrite"},
+            "result": {"status": status, "reason": reason},
+            "signature": {"unsigned": True, "reason": "no lab key"}}))
+        return d
+
+    dirs = [drive("loop1", "A-1", "PASS", ""),
+            drive("loop2", "A-2", "FAIL", "secure erase failed: /dev/loop2: cannot open for "
+                  "the overwrite: Device or resource busy")]
+    rows = [batch.drive_row(d) for d in dirs]
+    assert (rows[0].device, rows[0].asset_tag, rows[0].lot, rows[0].signed) == (
+        "loop1", "A-1", "L-9", False)
+    page = batch.batch_html(rows, title="kiosk run", made="2026-11-28T13:00Z")
+    assert "<h1>Batch of 2 drives · lot L-9</h1>" in page and "<th>Lot</th>" not in page
+    assert "<td>loop1 <i>(no serial)</i></td>" in page and "<td>A-2</td>" in page
+    assert "operator Ann" in page
+    assert "Device or resource busy" in page  # the FAIL's reason, short
+    assert "2026-11-28T13:00Z ·" in page or page.count("2026-11-28T13:00Z</div>") == 1
+    assert "(UTC)" not in page
+    assert "signed erase record" not in page and "2 of the 2 records are UNSIGNED" in page
+    assert page.count("UNSIGNED</b>") == 2
+    # two lots: a column, not the heading
+    rows.append(batch.drive_row(drive("loop3", "A-3", "PASS", "", lot="L-10")))
+    page = batch.batch_html(rows, title="kiosk run", made="2026-11-28T13:00Z")
+    assert "<th>Lot</th>" in page and "<td>L-10</td>" in page and "· lot" not in page

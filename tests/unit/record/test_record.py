@@ -148,6 +148,7 @@ def test_unsigned_record_says_so_everywhere(tmp_path: Path,
     assert "UNSIGNED" in capsys.readouterr().err
     html = (tmp_path / files["html"]).read_text()
     assert "UNSIGNED RECORD" in html
+    assert "signed record" not in html and "record (UNSIGNED) is erase-record.json" in html
     bad = seal(record(), str(tmp_path / "missing.pem"))
     assert bad["signature"]["unsigned"] and "cannot read" in bad["signature"]["reason"]
 

@@ -43,6 +43,11 @@ def test_intake_page_leads_with_capacity_grade_and_the_erase_reason(tmp_path: Pa
     assert "Capacity check (intake)" in page and "authenticity · 0% OP" not in page
     assert "Erase and record (intake)" in page
     assert NO_FIRMWARE_ERASE in page and 'href="erase/record.json"' in page
+    # an unsigned record says so beside its link, with its certificate (#45 F)
+    answer_part = page[page.index("<h2>Answer</h2>"): page.index("<h2>Drive</h2>")]
+    assert "UNSIGNED" in answer_part and 'href="erase/certificate.html"' in answer_part
+    section = page[page.index("Erase and record (intake)"):]
+    assert "UNSIGNED" in section and 'href="erase/certificate.html"' in section
     # the consistency plan's parameters are not an intake's
     assert "torture_seconds" not in page and "trim_torture_seconds" not in page
     assert "capacity_check" in page
@@ -63,6 +68,11 @@ def test_grade_and_speed_pages_have_their_columns(tmp_path: Path) -> None:
     assert _runs_header(page) == ["run", "state", "speed verdict", "warnings"]
     answer_part = page[page.index("<h2>Answer</h2>"): page.index("<h3>Runs</h3>")]
     assert "as fast as its class" in answer_part
+    # the run's name leads its answer once: not "speed: speed: as fast…" (#45 B)
+    assert "speed: speed:" not in re.sub("<[^>]+>", "", answer_part)
+    assert "speed</a>: <span" in answer_part
+    # the section says the verdict once (its answer), the corners' table then its class
+    assert page[page.index('id="speed"'):].count("as fast as its class") == 1
     section = page[page.index('id="speed"'):]
     for label, mb in SPEED_CORNERS:
         assert f"{label} read {mb:,.0f} MB/s" in section

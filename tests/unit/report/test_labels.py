@@ -13,7 +13,11 @@ def test_drive_label_prefers_model_then_kernel_name() -> None:
     # a loop device is named by the image behind it (two loops: two different labels)
     assert drive_label({"name": "loop1", "transport": "loop", "loop_backing_file":
                         "/srv/sims/consumer/fuse/nbd"}, "dir") == (
-        "loop1 (loop device: consumer/fuse/nbd)")
+        "loop1 (loop device: …/consumer/fuse/nbd)")
+    # a whole absolute path keeps its leading slash (#45 I: "dev/shm/shots-a.img")
+    assert drive_label({"name": "loop1", "transport": "loop", "loop_backing_file":
+                        "/dev/shm/shots-a.img"}, "dir") == (
+        "loop1 (loop device: /dev/shm/shots-a.img)")
     assert drive_label({}, "20261121T151046Z_x_y") == "20261121T151046Z_x_y"
 
 

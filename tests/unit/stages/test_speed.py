@@ -156,3 +156,45 @@ def test_verdict_within_the_tolerance_is_as_fast_below_it_says_by_how_much() -> 
             for c in corners]
     assert overall_verdict(fine, klass, 15)["text"] == "as fast as its class"
     assert overall_verdict(corners, None, 15)["text"] == "no reference for this model"
+
+
+def test_corner_progress_never_goes_back_nor_negative_and_names_the_corner() -> None:
+    """#45 A: fio resets its runtime and counts when a corner's ramp ends; the lines showed
+    "18.4%" then "6.7%" and "-12,281 IOPS" and never said which corner ran."""
+    import io
+
+    from ssdbench.commands.run import StderrProgress
+    from ssdbench.progress import Progress
+    from ssdbench.stages.speed import CornerProgress
+
+    now = [0.0]
+    seen: list[Progress] = []
+    corner = CornerProgress(seen.append, "speed", "SEQ1M Q8T1 read", 15.0, clock=lambda: now[0])
+
+    def status(t: float, fio_fraction: float, nbytes: int, iops: float) -> None:
+        now[0] = t
+        corner(Progress("loop3", "speed", "speed", "running", fraction=fio_fraction,
+                        elapsed_s=t, bytes_done=nbytes, iops=iops, mib_s=iops))
+
+    status(1.0, 1 / 15, 8_000 * 2**20, 8_000.0)
+    status(2.8, 2.8 / 15, 16_000 * 2**20, 8_371.0)
+    status(3.8, 1 / 15, 4_000 * 2**20, -12_281.0)  # the ramp ended: fio starts again
+    status(4.8, 2 / 15, 12_000 * 2**20, 8_000.0)
+    fractions = [ev.fraction or 0.0 for ev in seen]
+    assert fractions == sorted(fractions) and fractions[2] == pytest.approx(3.8 / 15)
+    assert [ev.iops for ev in seen] == [8_000.0, 8_371.0, None, 8_000.0]
+    assert seen[2].mib_s is None
+    assert {ev.message for ev in seen} == {"SEQ1M Q8T1 read"}
+    corner(Progress("loop3", "speed", "speed", "running", fraction=1.0, message="result"))
+    assert seen[-1].message == "result"  # the marker kiosk mode looks for
+
+    out = io.StringIO()
+    StderrProgress(out)(seen[2])
+    line = out.getvalue()
+    assert "25.3%" in line and "SEQ1M Q8T1 read" in line and "-" not in line.split("%")[1]
+    # the corner's mean is printed even within a second of the last line, named
+    printer = StderrProgress(out := io.StringIO())
+    printer(seen[3])
+    printer(Progress("loop3", "speed", "speed", "running", fraction=1.0, iops=8_100.0,
+                     message="result"))
+    assert out.getvalue().splitlines()[-1].endswith("8,100 IOPS mean of SEQ1M Q8T1 read")

@@ -88,15 +88,21 @@ class StderrProgress:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self._last: dict[tuple[str, str, str], float] = {}
+        self._part: dict[tuple[str, str, str], str] = {}  # what the stage runs (a corner)
         self._lock = threading.Lock()
 
     def __call__(self, ev: Progress) -> None:
         key = (ev.drive, ev.run, ev.stage)
         now = time.monotonic()
+        result = ev.message == "result"  # a job's mean: always printed, named by its part
         with self._lock:
-            if ev.state == "running" and now - self._last.get(key, -10.0) < 1.0:
+            if ev.message and not result:
+                self._part[key] = ev.message
+            if (ev.state == "running" and not result
+                    and now - self._last.get(key, -10.0) < 1.0):
                 return
             self._last[key] = now
+            part = self._part.get(key, "")
         parts = [f"ssdbench: {ev.drive} {ev.run} {ev.stage} {ev.state}"]
         if ev.fraction is not None:
             parts.append(f"{ev.fraction * 100:5.1f}%")
@@ -106,7 +112,10 @@ class StderrProgress:
             parts.append(f"{ev.iops:,.0f} IOPS")
         if ev.mib_s is not None:
             parts.append(f"{ev.mib_s:,.1f} MiB/s")
-        if ev.message and ev.message not in ("started", ev.state) and ev.fraction is None:
+        # a message beside a fraction names the part running (a speed corner: #45 A)
+        if result:
+            parts.append(f"mean{' of ' + part if part else ''}")
+        elif ev.message and ev.message not in ("started", ev.state):
             parts.append(ev.message)
         print(" ".join(parts), file=self.out, flush=True)
 

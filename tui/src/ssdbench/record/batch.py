@@ -43,6 +43,12 @@ class BatchRow:
     record_id: str
     started: str
     problem: str = ""  # why the folder could not be read (whole or in part)
+    device: str = ""  # the kernel name (a drive without a serial is told apart by it)
+    asset_tag: str = ""  # the plan's (run.json params): the operator's fields (#45 G)
+    lot: str = ""
+    operator: str = ""
+    reason: str = ""  # why the erase did not PASS
+    signed: bool | None = None  # the erase record's signature; None: no record
 
 
 def _json(path: Path) -> Mapping[str, Any] | None:
@@ -76,13 +82,18 @@ def drive_row(drive_dir: Path) -> BatchRow:
         runs.append((run_dir, meta))
     runs.sort(key=lambda r: _str(r[1].get("started")))
     drive: Mapping[str, Any] = {}
-    grade = verdict = method = result = record_id = started = ""
+    grade = verdict = method = result = record_id = started = reason = ""
+    fields = {"asset_tag": "", "lot": "", "operator": ""}
+    signed: bool | None = None
     fake = False
     for run_dir, meta in runs:
         d = meta.get("drive")
         if isinstance(d, Mapping):
             drive = d
         started = started or _str(meta.get("started"))
+        params = _map(meta.get("params"))
+        for key, earlier in fields.items():
+            fields[key] = _str(params.get(key)).strip() or earlier
         g = meta.get("grade")
         if isinstance(g, Mapping) and isinstance(g.get("grade"), str):
             grade = g["grade"]
@@ -96,11 +107,16 @@ def drive_row(drive_dir: Path) -> BatchRow:
             res = _map(rec.get("result"))
             method = _str(san.get("method")) or method
             result = _str(res.get("status")) or "record without a result"
+            reason = "" if result == "PASS" else _str(res.get("reason"))
             record_id = _str(rec.get("record_id"))
+            sig = rec.get("signature")
+            signed = isinstance(sig, Mapping) and not sig.get("unsigned")
         elif isinstance(erase, Mapping) or meta.get("kind") == "erase":
             method = _str((erase or {}).get("method")) if isinstance(erase, Mapping) else ""
             result = f"no erase record (run {_str(meta.get('state')) or 'unknown'})"
+            reason = _str(meta.get("error"))
             record_id = ""
+            signed = None
     size = drive.get("size_bytes")
     return BatchRow(
         folder=drive_dir.name, serial=_str(drive.get("serial")), model=_str(drive.get("model")),
@@ -108,7 +124,14 @@ def drive_row(drive_dir: Path) -> BatchRow:
         capacity_verdict=verdict, fake=fake, erase_method=method,
         erase_result=result or "not erased", record_id=record_id, started=started,
         problem=("" if runs else "no readable run.json") if not unreadable else
-        f"unreadable run.json in {', '.join(unreadable)}")
+        f"unreadable run.json in {', '.join(unreadable)}",
+        device=_str(drive.get("name")), reason=reason, signed=signed, **fields)
+
+
+def short(text: str, limit: int = 120) -> str:
+    """A reason on one line of a printed row (the record holds it whole)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def drive_dirs_of_day(root: Path, day: str) -> list[Path]:
@@ -145,32 +168,41 @@ td.num { text-align: right; white-space: nowrap; }
 .PASS { color: #0a6b1f; font-weight: bold; }
 .FAIL, .fake { color: #a40000; font-weight: bold; }
 .totals { margin-top: 6px; }
+.why { font-size: 7.5pt; color: #444; font-weight: normal; }
 .sign { display: flex; gap: 12mm; margin-top: 16px; }
 .sign div { flex: 1; border-top: 1px solid #111; padding-top: 2px; font-size: 8pt;
             color: #333; height: 14mm; }
 """
 
-COLUMNS = ("#", "Serial", "Model", "Capacity", "Grade", "Capacity check", "Erase method",
-           "Erase result", "Record id")
+COLUMNS = ("#", "Serial", "Model", "Asset tag", "Lot", "Capacity", "Grade",
+           "Capacity check", "Erase method", "Erase result", "Record id")
 
 
-def _cells(n: int, row: BatchRow) -> str:
+def _cells(n: int, row: BatchRow, *, lot_column: bool = True) -> str:
     cap = (f"{decimal_size(row.capacity_bytes)}" if row.capacity_bytes is not None
            else "unknown")
     verdict = row.capacity_verdict or "not checked"
     fake_cls = ' class="fake"' if row.fake else ""
     res_attr = f' class="{row.erase_result}"' if row.erase_result in ("PASS", "FAIL") else ""
+    # a drive without a serial (a loop device, a bridge that hides it): its device name
+    serial = (f'<td class="mono">{_h(row.serial)}</td>' if row.serial else
+              f"<td>{_h(row.device)} <i>(no serial)</i></td>" if row.device else "<td>—</td>")
     cells = [
         f'<td class="num">{n}</td>',
-        f'<td class="mono">{_h(row.serial or "—")}</td>',
+        serial,
         f"<td>{_h(row.model or '—')}"
         + (f"<br><i>{_h(row.problem)}</i>" if row.problem else "") + "</td>",
+        f"<td>{_h(row.asset_tag or '—')}</td>",
+        *([f"<td>{_h(row.lot or '—')}</td>"] if lot_column else []),
         f'<td class="num">{_h(cap)}</td>',
         f"<td>{_h(row.grade or '—')}</td>",
         f"<td{fake_cls}>{_h(f'FAKE ({verdict})' if row.fake else verdict)}</td>",
         f"<td>{_h(row.erase_method or '—')}</td>",
-        f"<td{res_attr}>{_h(row.erase_result)}</td>",
-        f'<td class="mono">{_h(row.record_id or "—")}</td>',
+        f"<td{res_attr}>{_h(row.erase_result)}"
+        + (f"<br><span class=\"why\">{_h(short(row.reason))}</span>" if row.reason else "")
+        + "</td>",
+        f'<td class="mono">{_h(row.record_id or "—")}'
+        + ("<br><b class=\"FAIL\">UNSIGNED</b>" if row.signed is False else "") + "</td>",
     ]
     return "<tr>" + "".join(cells) + "</tr>"
 
@@ -186,27 +218,44 @@ def batch_html(rows: Iterable[BatchRow], *, title: str, made: str,
     failed = sum(r.erase_result == "FAIL" for r in rows)
     fakes = sum(r.fake for r in rows)
     total = sum(r.capacity_bytes or 0 for r in rows)
+    lots = {r.lot for r in rows}
+    lot = next(iter(lots)) if len(lots) == 1 else ""  # one lot: in the heading
+    operators = sorted({r.operator for r in rows if r.operator})
+    unsigned = sum(r.signed is False for r in rows)
+    records = sum(r.signed is not None for r in rows)
+    columns = [c for c in COLUMNS if c != "Lot" or not lot]
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">",
         f"<title>Batch — {_h(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>Batch of {len(rows)} drive{'s' if len(rows) != 1 else ''}</h1>",
-        f"<div class=\"sub\">{_h(title)} · made {_h(made)} (UTC)"
+        f"<h1>Batch of {len(rows)} drive{'s' if len(rows) != 1 else ''}"
+        + (f" · lot {_h(lot)}" if lot else "") + "</h1>",
+        f"<div class=\"sub\">{_h(title)} · made {_h(_utc(made))}"
         + (f" · bench {_h(bench)}" if bench else "")
+        + (f" · operator {_h(', '.join(operators))}" if operators else "")
         + (f"<br>Tested in: {_h(machine)}" if machine else "") + "</div>",
-        "<table><thead><tr>" + "".join(f"<th>{_h(c)}</th>" for c in COLUMNS)
+        "<table><thead><tr>" + "".join(f"<th>{_h(c)}</th>" for c in columns)
         + "</tr></thead><tbody>",
-        *(_cells(i, r) for i, r in enumerate(rows, 1)),
+        *(_cells(i, r, lot_column=not lot) for i, r in enumerate(rows, 1)),
         "</tbody></table>",
         f"<p class=\"totals\">{len(rows)} drives, {_h(decimal_size(total))} in all; erase "
         f"PASS {passed}, FAIL {failed}, other {len(rows) - passed - failed}; fake capacity "
-        f"found on {fakes}. Each drive's signed erase record (erase-record.json) and "
-        "certificate are in its folder; this page is a list of them, not a record.</p>",
+        f"found on {fakes}. Each drive's erase record (erase-record.json) and certificate "
+        "are in its folder"
+        + (f"; {unsigned} of the {records} records are UNSIGNED (no lab key signed them: "
+           "marked in the Record id column)" if unsigned else
+           "; every record is signed" if records else "")
+        + "; this page is a list of them, not a record.</p>",
         "<div class=\"sign\"><div>Handed on by (name, signature, date)</div>"
         "<div>Received by (name, signature, date)</div></div>",
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+def _utc(made: str) -> str:
+    """``made`` with its zone said once: ``…Z`` already is UTC (#45 G: "…Z (UTC)")."""
+    return made if made.endswith("Z") or made.endswith("UTC") else f"{made} (UTC)"
 
 
 def write_batch(root: Path, drive_dirs: Iterable[Path], *, title: str, made: str,

@@ -319,8 +319,9 @@ def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
     parts += [
         "<div class=\"sign\"><div>Sanitized by (name, title, signature, date)</div>"
         "<div>Verified by (name, title, signature, date)</div></div></div>",
-        f"<footer>ssdbench {_h(str(tools.get('ssdbench', '')))} · the signed record is "
-        "erase-record.json next to this file; this page is a rendering of it.</footer>",
+        f"<footer>ssdbench {_h(str(tools.get('ssdbench', '')))} · the "
+        + ("record (UNSIGNED)" if sig.get("unsigned") else "signed record")
+        + " is erase-record.json next to this file; this page is a rendering of it.</footer>",
         "</body></html>",
     ]
     return "\n".join(parts)

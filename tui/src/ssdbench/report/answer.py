@@ -98,6 +98,10 @@ class Answer:
     tone: str = ""
     reason: str = ""  # why: the erase's reason, the grade's reasons, the corners
     record: str = ""  # the erase record's file, relative to the run folder
+    # the erase record's signature (False: UNSIGNED, said beside it: #45 F; None: no
+    # record) and its printable certificate's files (.html, .pdf) in the run folder
+    signed: bool | None = None
+    certificate: tuple[str, ...] = ()
     cells: Mapping[str, str] = field(default_factory=dict)
     also: tuple[Answer, ...] = ()  # what the run answered besides (the erase run's grade)
 
@@ -192,8 +196,13 @@ def _erase(meta: Mapping[str, Any], error: str) -> Answer:
     if status:
         reason = _text(result.get("reason"))
         record = _file_name(rec.get("json"))
+        signed = rec.get("signed")
+        certificate = tuple(f for f in (_file_name(rec.get("html")), _file_name(rec.get("pdf")))
+                            if f)
         return Answer("erase", f"erase {status}", "good" if status == "PASS" else "bad",
                       reason=reason, record=record,
+                      signed=signed if isinstance(signed, bool) else None,
+                      certificate=certificate,
                       cells={"erase": status, **cells},
                       also=(graded,) if graded else ())
     # no record: the run stopped before it was written

@@ -743,13 +743,11 @@ def speed_html(meta: Mapping[str, Any]) -> str:
     if not corners:
         return ""
     v = _mapping(sp.get("verdict"))
-    text = v.get("text") if isinstance(v.get("text"), str) else "not finished"
-    cls = {"as fast": "g-reuse", "below": "g-scrap"}.get(str(v.get("verdict")), "")
     klass = v.get("class")
-    out = (f"<h3>Speed</h3><p><span class=\"verdict {cls}\">{esc(text)}</span>"
-           + (f" <span class=\"small\">class {esc(klass)}, tolerance "
-              f"{num(_finite(v.get('tolerance_percent')), 0)}%</span>"
-              if isinstance(klass, str) else "") + "</p>")
+    # the verdict is the run's answer, said just above (#45 B): here only its class
+    out = "<h3>Speed</h3>" + (
+        f"<p class=\"small\">class {esc(klass)}, tolerance "
+        f"{num(_finite(v.get('tolerance_percent')), 0)}%</p>" if isinstance(klass, str) else "")
 
     def temps(c: Mapping[str, Any]) -> str:
         a, b = _finite(c.get("temperature_start_c")), _finite(c.get("temperature_end_c"))
@@ -790,8 +788,12 @@ def surface_html(meta: Mapping[str, Any]) -> str:
     listed = [u for u in sf.get("unreadable_list") or [] if isinstance(u, dict)]
     if listed:
         out += "<p>Unreadable sectors (LBA, the first " + esc(str(len(listed))) + "):</p>"
+        def whole(value: Any) -> str:  # an LBA as a technician types it: no separators
+            return str(value) if isinstance(value, int) and not isinstance(value, bool) \
+                else "—"
+
         out += table(["LBA", "byte offset", "error"],
-                     [[_finite(u.get("lba")), _finite(u.get("offset")),
+                     [[whole(u.get("lba")), whole(u.get("offset")),
                        u.get("error") if isinstance(u.get("error"), str) else ""]
                       for u in listed])
     slowest = _mapping(sf.get("slowest_region"))
@@ -823,6 +825,56 @@ def _dict_rows(d: Any) -> list[tuple[str, Any]]:
             for k, v in d.items()]
 
 
+def erase_rows(erase: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """run.json ``erase`` as readable rows (#45 E: the steps were a raw JSON list, the
+    overwrite a raw dict): the steps as a list, the overwrite as its pass, pattern, bytes,
+    speed and bad blocks and its verification's percent, units checked and result; any
+    other value as recorded."""
+    rows: list[tuple[str, Any]] = []
+    for key, value in erase.items():
+        if key == "steps" and isinstance(value, list):
+            items = "".join(f"<li>{esc(str(v))}</li>" for v in value)
+            rows.append(("steps", Markup(f"<ol class=\"steps\">{items}</ol>")))
+        elif key == "overwrite" and isinstance(value, dict):
+            rows.append(("overwrite", Markup(esc(overwrite_text(value)))))
+        else:
+            rows += _dict_rows({key: value})
+    return rows
+
+
+def overwrite_text(ow: Mapping[str, Any]) -> str:
+    """``1 pass of random, 268,436,992 bytes at 867.5 MB/s, 0 bad blocks; verified: 1% in
+    5 units, 0 mismatches: passed`` (what is not recorded is left out)."""
+    def whole(v: Any) -> str | None:
+        f = _finite(v)
+        return None if f is None else f"{f:,.0f}"
+
+    parts = []
+    passes, pattern = whole(ow.get("passes")), ow.get("pattern")
+    if passes is not None or isinstance(pattern, str):
+        parts.append(f"{passes or '?'} pass{'' if passes == '1' else 'es'}"
+                     + (f" of {pattern}" if isinstance(pattern, str) else ""))
+    if (b := whole(ow.get("bytes_written", ow.get("bytes")))) is not None:
+        speed = _finite(ow.get("mb_s"))
+        parts.append(f"{b} bytes" + ("" if speed is None else f" at {speed:,.1f} MB/s"))
+    if (bad := whole(ow.get("bad_blocks"))) is not None:
+        parts.append(f"{bad} bad blocks")
+    text = ", ".join(parts)
+    v = ow.get("verification")
+    if isinstance(v, Mapping):
+        pct, units = _finite(v.get("percent")), whole(v.get("units_checked"))
+        mism = whole(v.get("mismatches"))
+        said = ["verified" + ("" if pct is None else f" {pct:g}%")
+                + ("" if units is None else f" in {units} units")]
+        if mism is not None:
+            said.append(f"{mism} mismatches")
+        passed = v.get("passed")
+        result = {True: "passed", False: "FAILED"}.get(passed) if isinstance(passed, bool) \
+            else None
+        text += "; " + ", ".join(said) + (f": {result}" if result else "")
+    return text or "recorded in run.json"
+
+
 def run_kind(run: RunAnalysis, meta: Mapping[str, Any]) -> str:
     """run.json's kind (the analysis knows only its own kinds)."""
     kind = meta.get("kind")
@@ -830,6 +882,12 @@ def run_kind(run: RunAnalysis, meta: Mapping[str, Any]) -> str:
 
 
 TONE_CLASS = {"good": "g-reuse", "bad": "g-scrap", "": ""}
+
+
+def unprefixed(headline: str, run: str) -> str:
+    """A headline after its run's name: ``no reference for this model`` after ``speed:``,
+    not ``speed: speed: no reference for this model`` (#45 B)."""
+    return headline[len(run) + 2:] if headline.startswith(f"{run}: ") else headline
 
 
 def answer_html(a: answers.Answer, rel: str) -> str:
@@ -841,7 +899,18 @@ def answer_html(a: answers.Answer, rel: str) -> str:
                 + (f" {esc(part.reason)}" if part.reason else "") + "</p>")
     if a.record:
         out += (f"<p class=\"answer\">Erase record: <a href=\"{href(rel + a.record)}\">"
-                f"{esc(a.record)}</a></p>")
+                f"{esc(a.record)}</a>{record_extra(a, rel)}</p>")
+    return out
+
+
+def record_extra(a: answers.Answer, rel: str) -> str:
+    """After the erase record's link: UNSIGNED when no lab key signed it, and its printable
+    certificate (#45 F: no page said the record was unsigned or linked the certificate)."""
+    out = (" <span class=\"verdict g-scrap\">UNSIGNED</span> (no lab key signed it: nothing "
+           "shows it was not changed)" if a.signed is False else "")
+    if a.certificate:
+        out += " · certificate: " + ", ".join(
+            f"<a href=\"{href(rel + f)}\">{esc(f)}</a>" for f in a.certificate)
     return out
 
 
@@ -880,7 +949,7 @@ def run_section(run: RunAnalysis, meta: dict[str, Any], charts: Sequence[Chart],
              for s in stages if isinstance(s, dict)])
     erase = meta.get("erase")
     if isinstance(erase, dict):
-        out += "<h3>Erase</h3>" + kv_table(_dict_rows(erase))
+        out += "<h3>Erase</h3>" + kv_table(erase_rows(erase))
     elif kind not in answers.NO_ERASE_KINDS:
         out += "<h3>Erase</h3><p>No erase in this run.</p>"
     if isinstance(meta.get("params"), dict):  # only those the run's kind uses
@@ -911,9 +980,10 @@ def drive_label(identity: dict[str, Any], fallback: str) -> str:
         transport = str(identity.get("transport") or "").strip()
         backing = str(identity.get("loop_backing_file") or "").strip()
         if transport == "loop" and backing:  # the image it reads: what tells two loops apart
-            short = "/".join(p for p in backing.split("/") if p)
-            short = "/".join(short.split("/")[-3:])
-            return f"{name} (loop device: {short})"
+            parts = [p for p in backing.split("/") if p]
+            # the last three parts; a path cut says so, a whole absolute one keeps its "/"
+            head = "…/" if len(parts) > 3 else "/" if backing.startswith("/") else ""
+            return f"{name} (loop device: {head}{'/'.join(parts[-3:])})"
         return f"{name} ({transport} device)" if transport else name
     return fallback
 
@@ -1031,12 +1101,14 @@ def drive_page(identity: dict[str, Any], document: dict[str, Any], drive_dir_nam
         # the answer first: each run's headline, then the runs with the columns of their kinds
         body += "<h2>Answer</h2>" + "".join(
             f"<p class=\"answer\"><a href=\"#{esc(r.run)}\">{esc(r.run)}</a>: " + " · ".join(
-                f"<span class=\"verdict {TONE_CLASS[p.tone]}\">{esc(p.headline)}</span>"
+                f"<span class=\"verdict {TONE_CLASS[p.tone]}\">"
+                f"{esc(unprefixed(p.headline, r.run))}</span>"
                 + (f" <span class=\"small\">{esc(p.reason)}</span>"
                    if p.reason and p.kind in answers.VERDICT_KINDS else "")
                 for p in said[r.run].parts())
             + (f" · erase record: <a href=\"{href(quote(r.run) + '/' + said[r.run].record)}\">"
                f"{esc(r.run)}/{esc(said[r.run].record)}</a>" if said[r.run].record else "")
+            + record_extra(said[r.run], quote(r.run) + "/")
             + "</p>" for r in runs)
     body += "<h2>Drive</h2>" + kv_table(drive_rows(identity))
     if runs:

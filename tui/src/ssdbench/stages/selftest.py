@@ -20,7 +20,7 @@ from ssdbench.devices.errors import ParseError
 from ssdbench.devices.smart import SMARTCTL_OK_CODES, dig
 from ssdbench.grade.counters import SelfTest
 from ssdbench.grade.selftest import parse_nvme_self_test_log, parse_smartctl_capabilities
-from ssdbench.stages.base import RunContext, StageCancelled, StageFailed
+from ssdbench.stages.base import RunContext, StageCancelled, StageFailed, StageNotAvailable
 from ssdbench.system import CommandError
 
 POLL_S = 5.0
@@ -46,13 +46,18 @@ class SelfTestStage:
             runner.abort()
             raise
         ctx.record.set("self_test", result)
+        if result.get("available") is False:  # the grade still says the test is missing
+            raise StageNotAvailable(f"self-test ({kind}) {result['summary']}")
         ctx.emit(self.name, "running", f"self-test ({kind}): {result['summary']}")
 
 
-def _record(kind: str, test: SelfTest | None, seconds: float, why: str = "") -> dict[str, Any]:
+def _record(kind: str, test: SelfTest | None, seconds: float, why: str = "", *,
+            available: bool = True) -> dict[str, Any]:
+    """run.json ``self_test``; ``available`` False: the drive has no self-test to run (the
+    stage is then "not available", #45 H)."""
     if test is None:
         return {"kind": kind, "ran": False, "reason": why, "seconds": round(seconds, 1),
-                "summary": f"not run: {why}"}
+                "summary": f"not run: {why}", **({} if available else {"available": False})}
     words = {True: "passed", False: "FAILED", None: "no verdict"}[test.passed]
     return {"kind": kind, "ran": True, "result": asdict(test), "seconds": round(seconds, 1),
             "summary": f"{words} ({test.status})"}
@@ -92,10 +97,14 @@ class _Ata:
         t0 = time.monotonic()
         try:
             state = parse_smartctl_capabilities(self._smartctl("-c"))
-        except (CommandError, ParseError) as exc:
-            return _record(self.kind, None, 0.0, f"smartctl -c: {exc}")
+        except CommandError as exc:
+            return _record(self.kind, None, 0.0, f"smartctl -c: {exc}", available=False)
+        except ParseError as exc:
+            return _record(self.kind, None, 0.0, capabilities_missing(str(exc)),
+                           available=False)
         if not state.supported:
-            return _record(self.kind, None, 0.0, "the drive does not support self-tests")
+            return _record(self.kind, None, 0.0, "the drive does not support self-tests",
+                           available=False)
         minutes = state.short_minutes if self.kind == "short" else state.extended_minutes
         before = self._newest()
         try:
@@ -180,6 +189,14 @@ class _Nvme:
                 raise StageFailed(f"self-test still running after {elapsed:.0f} s: aborted")
             if stage_wait(self.ctx, stage.poll_s):
                 raise StageCancelled("cancelled during the self-test")
+
+
+def capabilities_missing(error: str) -> str:
+    """Why ``smartctl -c`` gave no self-test, in words: once its name, never a JSON key
+    (#45 H: "smartctl -c: smartctl -c: no ata_smart_data.self_test.status value")."""
+    if "self_test.status" in error:
+        return "smartctl -c shows no self-test status (the drive reports no SMART self-test)"
+    return error if error.startswith("smartctl -c") else f"smartctl -c: {error}"
 
 
 def smartctl_refused(text: str) -> str:

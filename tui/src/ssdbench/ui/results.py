@@ -5,14 +5,18 @@ where the files are, and the IOPS series of the highlighted run."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.padding import Padding
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
@@ -24,10 +28,12 @@ from ssdbench.ui.engine import DriveOutcome
 from ssdbench.ui.widgets import STATE_STYLE, TopBar, series_chart
 from ssdbench.untrusted import shown
 
-# drive, run, state, then the columns of the runs shown (report/answer.py KIND_COLUMNS);
-# a consistency/TRIM table's first six fit 80 columns (one space either side of a cell)
-COLUMN_WIDTHS = {"drive": 7, "run": 19, "state": 9, "capacity": 12, "grade": 7,
-                 "erase": 8, "speed": 22, "IOPS": 7, "TRIM": 12, "stalls": 9,
+# drive, run, state, then the columns of the runs shown (report/answer.py KIND_COLUMNS):
+# the most each may take; a column is as wide as its widest cell (#45 C: a mostly empty
+# `run` column cut the grade to "not gra"), and the widest give way until the table fits
+# the screen (one space either side of a cell)
+COLUMN_WIDTHS = {"drive": 7, "run": 19, "state": 9, "capacity": 12, "grade": 12,
+                 "erase": 8, "speed": 30, "IOPS": 7, "TRIM": 12, "stalls": 9,
                  "steady at": 11, "steady state": 12, "health": 13}
 LEAD = ("drive", "run", "state")
 TONE_STYLE = {"good": "bold green", "bad": "bold red", "": "bold"}
@@ -163,15 +169,45 @@ def summary_row(s: RunSummary, columns: tuple[str, ...]) -> tuple[Text | str, ..
     return tuple(out)
 
 
-def answer_text(summaries: list[RunSummary]) -> Text:
+def column_widths(columns: tuple[str, ...], rows: Sequence[Sequence[Text | str]],
+                  screen: int = 80) -> list[int]:
+    """Each column as wide as its title and widest cell (at most COLUMN_WIDTHS); when the
+    table is wider than ``screen``, the widest columns give way first."""
+    widths = [min(COLUMN_WIDTHS[c], max([len(c), *(len(str(r[i])) for r in rows)]))
+              for i, c in enumerate(columns)]
+    while sum(w + 2 for w in widths) > screen and max(widths) > 7:
+        widest = widths.index(max(widths))
+        widths[widest] -= 1
+    return widths
+
+
+class Indented:
+    """Lines, each wrapped under its own indent (#45 D: a wrapped reason went back to
+    column 0); ``str()`` is the plain text."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[int, Text]] = []
+
+    def add(self, indent: int, text: Text) -> Text:
+        self.lines.append((indent, text))
+        return text
+
+    def __str__(self) -> str:
+        return "\n".join(" " * i + t.plain for i, t in self.lines)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for indent, text in self.lines:
+            yield Padding(text, (0, 0, 0, indent)) if indent else text
+
+
+def answer_text(summaries: list[RunSummary]) -> Indented:
     """Each drive's answer, first on the screen: one line per drive, then the reasons
-    (the erase's, the grade's, the corners) and the erase record's file."""
-    t = Text()
+    (the erase's, the grade's, the corners) and the erase record's file, indented."""
+    out = Indented()
     drives = list(dict.fromkeys(s.drive for s in summaries))
     for drive in drives:
         mine = [s for s in summaries if s.drive == drive]
-        if t:
-            t.append("\n")
+        t = out.add(0, Text())
         t.append(f"{shown(drive)}: ", style="bold")
         for i, s in enumerate(mine):
             if i:
@@ -187,17 +223,20 @@ def answer_text(summaries: list[RunSummary]) -> Text:
             a = s.answer
             if a is None:
                 if s.error:
-                    t.append(f"\n  {shown(s.run)}: {shown(s.error)}", style="red")
+                    out.add(2, Text(f"{shown(s.run)}: {shown(s.error)}", style="red"))
                 continue
             for part in a.parts():  # why, where it is not plainly good (80x25 is small);
-                # a speed run's four corners are its answer
+                # a speed run's four corners are its answer (its verdict is said above)
                 if part.reason and part.kind in VERDICT_KINDS and (
                         part.tone != "good" or part.kind == "speed"):
-                    t.append(f"\n  {shown(part.headline)}: {shown(part.reason)}",
-                             style="red" if part.tone == "bad" else "")
+                    said = (f"corners: {shown(part.reason)}" if part.kind == "speed"
+                            else f"{shown(part.headline)}: {shown(part.reason)}")
+                    out.add(2, Text(said, style="red" if part.tone == "bad" else ""))
             if a.record:  # in the run's folder, under the drive's folder named below
-                t.append(f"\n  erase record: {shown(s.run)}/{shown(a.record)}")
-    return t
+                line = out.add(2, Text(f"erase record: {shown(s.run)}/{shown(a.record)}"))
+                if a.signed is False:
+                    line.append(" UNSIGNED", style="bold red")
+    return out
 
 
 def trim_probes_text(probes: tuple[float | None, float | None, float | None]) -> str:
@@ -240,8 +279,11 @@ class ResultsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield TopBar()
-        yield Static("Analysing the results...", id="results-answer")
-        yield Static("", id="results-where")
+        # the answers and the pages' paths scroll (a scroll bar shows when they do not
+        # fit), so the table and the detail pane stay on an 80x25 screen (#45 C)
+        with VerticalScroll(id="results-top"):
+            yield Static("Analysing the results...", id="results-answer")
+            yield Static("", id="results-where")
         yield DataTable(id="results", cursor_type="row")
         yield Static("", id="results-detail")
         yield Footer()
@@ -259,10 +301,12 @@ class ResultsScreen(Screen[None]):
         table = self.query_one("#results", DataTable)
         table.clear(columns=True)
         columns = columns_of(self.summaries)
-        for c in columns:
-            table.add_column(c, key=c, width=COLUMN_WIDTHS[c])
-        for i, s in enumerate(self.summaries):
-            table.add_row(*summary_row(s, columns), key=str(i))
+        rows = [summary_row(s, columns) for s in self.summaries]
+        for c, width in zip(columns, column_widths(columns, rows, self.size.width or 80),
+                            strict=True):
+            table.add_column(c, key=c, width=width)
+        for i, row in enumerate(rows):
+            table.add_row(*row, key=str(i))
         self.query_one("#results-answer", Static).update(answer_text(self.summaries))
         where = where_text(self.outcomes, self.root)
         for n in self.notes:
@@ -282,7 +326,9 @@ class ResultsScreen(Screen[None]):
         t.append(f"{shown(s.drive)} {shown(s.run)}: {s.state}", style="bold")
         a = s.answer
         if a is not None and s.kind in VERDICT_KINDS:
-            t.append(f"   {shown(a.headline)}\n", style=TONE_STYLE[a.tone])
+            # the verdict is the row's cell just above, in its colour (#45 B: said three
+            # times on a speed run's screen): here why
+            t.append("\n")
             if a.reason:
                 t.append(f"{shown(a.reason)}\n")
         elif s.steady_mean is not None or s.steady_reached is not None:

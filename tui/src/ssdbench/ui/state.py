@@ -160,8 +160,9 @@ class DriveRunState:
         stage.eta_s = ev.eta_s if ev.state == "running" else None
         stage.elapsed_s = max(stage.elapsed_s, ev.elapsed_s)
         if ev.message and ev.message not in ("started", "done"):
+            if ev.message != stage.message:  # a running stage repeats its part (a corner)
+                self.log.append(f"{ev.run}/{ev.stage}: {ev.message}")
             stage.message = ev.message
-            self.log.append(f"{ev.run}/{ev.stage}: {ev.message}")
         if ev.state in FINAL_STATES and ev.state != "done":
             self.log.append(f"{ev.run}/{ev.stage}: {ev.state}")
         elif ev.state == "done":
