@@ -45,3 +45,30 @@ def test_fios_own_runtime_is_kept_when_it_is_sane(fio_data: Path) -> None:
     follower.t0 -= 5.0  # fio started 5 s ago
     follower.handle(real)
     assert seen[0].elapsed_s == real.runtime_ms / 1000
+
+
+def test_a_rate_over_a_moment_is_no_rate(fio_data: Path) -> None:
+    """fio's last dump comes moments after the one before it: the rate over that sliver is
+    noise ("0 IOPS 186 MiB/s" in a speed run's log), so it is None, and the next rate is
+    measured from the last dump kept."""
+    real = first_fill_dump(fio_data)
+    nbytes, ios = real.total("write")
+
+    def later(report: FioReport, ms: int, scale: int) -> FioReport:
+        jobs = tuple(dataclasses.replace(j, write=dataclasses.replace(
+            j.write, io_bytes=j.write.io_bytes * scale, total_ios=j.write.total_ios * scale))
+            for j in report.jobs)
+        return dataclasses.replace(report, timestamp_ms=report.timestamp_ms + ms, jobs=jobs)
+
+    seen: list[LiveStatus] = []
+    follower = _Follower(fill_job(10**15), seen.append)
+    follower.handle(real)
+    follower.handle(later(real, 1000, 2))  # a second later, twice the bytes: a rate
+    follower.handle(later(real, 1040, 2))  # 40 ms later, nothing new: no rate, not 0
+    follower.handle(later(real, 2000, 3))  # measured from the dump at 1000 ms
+    rates = [s.mib_s for s in seen]
+    assert rates[0] is None and rates[2] is None
+    assert rates[1] is not None and rates[3] is not None
+    assert abs(rates[3] - rates[1]) < 1e-6 * rates[1]  # one more fill's worth a second
+    assert abs(seen[1].iops - ios) < 1e-6 * ios  # type: ignore[operator]
+    assert nbytes > 0

@@ -31,6 +31,7 @@ from ssdbench.results import atomic
 from ssdbench.system import CommandError, CommandTimeout, Runner
 
 MIB = 1024 * 1024
+MIN_RATE_INTERVAL_S = 0.5  # a rate over less than this is noise, not a figure (None)
 
 
 @dataclass(frozen=True)
@@ -105,11 +106,15 @@ class _Follower:
         nbytes, ios = report.total(self.job.direction)
         stamp = report.timestamp_ms / 1000.0 if report.timestamp_ms else time.monotonic()
         iops = mib_s = None
-        if self.prev is not None and stamp > self.prev[0]:
+        if self.prev is not None and stamp - self.prev[0] >= MIN_RATE_INTERVAL_S:
             dt = stamp - self.prev[0]
             iops = (ios - self.prev[2]) / dt
             mib_s = (nbytes - self.prev[1]) / dt / MIB
-        self.prev = (stamp, nbytes, ios)
+            self.prev = (stamp, nbytes, ios)
+        elif self.prev is None:
+            self.prev = (stamp, nbytes, ios)
+        # else: too short an interval for a rate (fio's last dump comes moments after the
+        # one before it: "0 IOPS 186 MiB/s"); the next dump measures from the last one kept
         # the stage's own clock bounds fio's: fio has printed the machine's uptime as a
         # job's runtime (a slow fill's first dumps), which no front end may show (#24 item 1)
         own = time.monotonic() - self.t0
