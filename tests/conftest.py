@@ -38,6 +38,50 @@ def idema_scaled(sectors: int, mib: int) -> int:
     return mib * MIB + (sectors * 512) % MIB
 
 
+
+# Loop device numbers the tests that plug a drive in (the station) take: a name not in
+# /sys/block yet. A number stays in /sys/block after `losetup -d` until its node is removed
+# (LOOP_CTL_REMOVE): those tests remove theirs, and reclaim the unattached ones an earlier
+# run left (on a long-lived machine all 56 were taken, and the station test failed).
+PLUG_NUMBERS = range(200, 256)
+LOOP_CTL_REMOVE = 0x4C81
+
+
+def remove_loop_node(number: int) -> None:
+    """Remove the (unattached) loop device ``number``; an attached one stays (EBUSY)."""
+    import fcntl
+
+    try:
+        fd = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        fcntl.ioctl(fd, LOOP_CTL_REMOVE, number)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def unplugged_loop_numbers(count: int) -> list[int]:
+    """``count`` loop device numbers of PLUG_NUMBERS not in /sys/block (unattached leftovers
+    in that range are removed first when too few are free); pytest.fail when there are not."""
+    def free() -> list[int]:
+        return [n for n in PLUG_NUMBERS if not Path(f"/sys/block/loop{n}").exists()]
+
+    found = free()
+    if len(found) < count:
+        for n in PLUG_NUMBERS:
+            size = Path(f"/sys/block/loop{n}/size")
+            backing = Path(f"/sys/block/loop{n}/loop/backing_file")
+            if size.exists() and size.read_text().strip() == "0" and not backing.exists():
+                remove_loop_node(n)
+        found = free()
+    if len(found) < count:
+        pytest.fail(f"fewer than {count} unused loop device numbers from 200 to 255 (attached "
+                    "ones are not touched): detach some (losetup -D)")
+    return found[:count]
+
 @contextmanager
 def loop_device(
     size_mib: int = 0, *, fill: int | None = None, prefix: str = "ssdbench-",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, require_root
+from tests.conftest import REPO, remove_loop_node, require_root, unplugged_loop_numbers
 from tests.unit.kiosk.test_config_url import Server
 
 MIB = 2**20
@@ -26,9 +26,7 @@ MIB = 2**20
 @pytest.fixture
 def two_loops() -> Iterator[list[str]]:
     require_root()
-    free = [n for n in range(200, 256) if not Path(f"/sys/block/loop{n}").exists()][:2]
-    if len(free) < 2:
-        pytest.fail("no two unused loop device numbers from 200 to 255: detach some")
+    free = unplugged_loop_numbers(2)
     folder = Path(tempfile.mkdtemp(prefix="ssdbench-jobs-", dir="/dev/shm"))
     devs = []
     try:
@@ -41,6 +39,8 @@ def two_loops() -> Iterator[list[str]]:
     finally:
         for d in devs:
             subprocess.run(["losetup", "-d", f"/dev/{d}"], check=False, capture_output=True)
+        for n in free:
+            remove_loop_node(n)
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from ssdbench.exitcodes import ExitCode
-from tests.conftest import REPO, require_root
+from tests.conftest import REPO, remove_loop_node, require_root, unplugged_loop_numbers
 
 MIB = 2**20
 
@@ -33,10 +33,8 @@ MIB = 2**20
 def unplugged() -> Iterator[tuple[str, Path]]:
     """A loop device name not in /sys/block yet and a 16 MiB file to attach there."""
     require_root()
-    free = [n for n in range(200, 256) if not Path(f"/sys/block/loop{n}").exists()]
-    if not free:
-        pytest.fail("no unused loop device number from 200 to 255: detach some (losetup -D)")
-    dev = f"/dev/loop{free[0]}"
+    [number] = unplugged_loop_numbers(1)
+    dev = f"/dev/loop{number}"
     folder = Path(tempfile.mkdtemp(prefix="ssdbench-station-", dir="/dev/shm"))
     image = folder / "disk.img"
     image.write_bytes(bytes([0xA7]) * 16 * MIB)
@@ -44,6 +42,7 @@ def unplugged() -> Iterator[tuple[str, Path]]:
         yield dev, image
     finally:
         subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+        remove_loop_node(number)
         shutil.rmtree(folder, ignore_errors=True)
 
 
