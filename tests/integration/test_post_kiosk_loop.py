@@ -8,23 +8,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from ssdbench.kiosk.config import KioskConfig
 from tests.assetreceiver import AssetReceiver
 from tests.conftest import loop_device
 from tests.integration.test_kiosk_loop import kiosk
 from tests.schema_check import check_json
 
 TOKEN = "Tk9-kiosk-post-token"
-
-pytestmark = pytest.mark.skipif(
-    "post" not in {f.name for f in fields(KioskConfig)},
-    reason="kiosk/config.py does not parse [post] yet (docs/lab.md 'Results out')")
-
 
 @pytest.fixture
 def loops() -> Iterator[list[str]]:
