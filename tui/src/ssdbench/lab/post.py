@@ -46,7 +46,7 @@ from ssdbench.lab.fetch import (
     follow,
     parse_url,
 )
-from ssdbench.lab.uploader import POST_JOURNAL
+from ssdbench.lab.uploader import POST_JOURNAL, Backoff
 from ssdbench.results import atomic
 from ssdbench.untrusted import shown
 
@@ -184,8 +184,7 @@ class Poster:
         self._finished = threading.Event()
         self._thread: threading.Thread | None = None
         self._close_by: float | None = None
-        self._retry_at: float | None = None
-        self._delay = backoff_s
+        self._backoff = Backoff(backoff_s, backoff_max_s)
         self._dirty = True
         self._poll_at = 0.0
         self._skipped: dict[str, str] = {}  # files that are no record, and why
@@ -381,16 +380,14 @@ class Poster:
             self.say(f"post to {self.cfg.describe()}: {why}; the records stay queued, "
                      "retrying")
         self.last_error = why
-        self._retry_at = self.clock() + self._delay
-        self._delay = min(self._delay * 2, self.backoff_max_s)
+        self._backoff.failed(self.clock())
         self._dirty = True
 
     def _recovered(self) -> None:
         if self.last_error is not None:
             self.say(f"post to {self.cfg.describe()}: the receiver answers again")
         self.last_error = None
-        self._retry_at = None
-        self._delay = self.backoff_s
+        self._backoff.reset()
 
     # ---- the background thread ----
 
@@ -417,8 +414,8 @@ class Poster:
                 closing = self._closing.is_set()
                 if closing and (self._cancel.is_set() or (self._close_by or 0) <= now):
                     break
-                if self._retry_at is not None and now < self._retry_at:
-                    wait = self._retry_at - now
+                if self._backoff.retry_at is not None and now < self._backoff.retry_at:
+                    wait = self._backoff.retry_at - now
                 elif self._dirty or closing or now >= self._poll_at:
                     wait = 0.0
                 else:

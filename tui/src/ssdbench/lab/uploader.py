@@ -89,6 +89,29 @@ CLOSE_GRACE_S = 1.0
 CLOSE_STALL_S = 2.0
 
 
+
+@dataclass
+class Backoff:
+    """When the next try after a failure is due: ``first_s``, doubling to ``max_s``, back to
+    ``first_s`` once a try worked (the store uploader's and the asset poster's)."""
+
+    first_s: float
+    max_s: float
+    retry_at: float | None = None
+    delay: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.delay = self.first_s
+
+    def failed(self, now: float) -> None:
+        self.retry_at = now + self.delay
+        self.delay = min(self.delay * 2, self.max_s)
+
+    def reset(self) -> None:
+        self.retry_at = None
+        self.delay = self.first_s
+
+
 class StoreUploader:
     """The RAM results folder kept sent to a store, in a thread of its own."""
 
@@ -112,8 +135,7 @@ class StoreUploader:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._dirty = True
-        self._retry_at: float | None = None
-        self._delay = backoff_s
+        self._backoff = Backoff(backoff_s, backoff_max_s)
         self._status_due = 0.0
         self.last_error: str | None = None
         self.outages = 0  # times the store went from working to failing
@@ -284,16 +306,14 @@ class StoreUploader:
             self.say(f"store {self.cfg.describe()}: {why}; results kept in RAM "
                      f"({self.results_dir}), retrying")
         self.last_error = why
-        self._retry_at = self.clock() + self._delay
-        self._delay = min(self._delay * 2, self.backoff_max_s)
+        self._backoff.failed(self.clock())
         self._dirty = True
 
     def _recovered(self) -> None:
         if self.last_error is not None:
             self.say(f"store {self.cfg.describe()} reachable again")
         self.last_error = None
-        self._retry_at = None
-        self._delay = self.backoff_s
+        self._backoff.reset()
 
     # ---- the background thread ----
 
@@ -309,8 +329,8 @@ class StoreUploader:
     def _next_wait(self) -> float:
         now = self.clock()
         due = [self._status_due] if self._status is not None else []
-        if self._retry_at is not None:
-            due.append(self._retry_at)
+        if self._backoff.retry_at is not None:
+            due.append(self._backoff.retry_at)
         elif self._dirty:
             due.append(now)
         return max(0.0, min(due) - now) if due else 3600.0
@@ -322,7 +342,7 @@ class StoreUploader:
             if self._stop.is_set():
                 break
             now = self.clock()
-            if self._retry_at is not None and now < self._retry_at:
+            if self._backoff.retry_at is not None and now < self._backoff.retry_at:
                 continue  # backing off; a request waits for the retry
             if self._dirty:
                 self._dirty = False
@@ -331,7 +351,7 @@ class StoreUploader:
                     self.say(f"results sent to the store ({n} files)")
             if self._status is not None and self.clock() >= self._status_due:
                 self._status_due = self.clock() + self.cfg.status_seconds
-                if self._retry_at is None or self.clock() >= self._retry_at:
+                if self._backoff.retry_at is None or self.clock() >= self._backoff.retry_at:
                     self.send_status()
 
     def close(self, cancel: threading.Event | None = None, *, wait_s: float = 0.0) -> int:
@@ -387,5 +407,5 @@ class StoreUploader:
             left = deadline - self.clock()
             if left <= 0 or cancel.is_set():
                 return max(self.unsent(), 1)
-            cancel.wait(min(left, max(0.0, (self._retry_at or self.clock()) - self.clock())
+            cancel.wait(min(left, max(0.0, (self._backoff.retry_at or self.clock()) - self.clock())
                             or self.backoff_s))
