@@ -67,6 +67,20 @@ class Screen:
         self._changed(before)
         return self.text()
 
+    def move(self, key: str) -> str:
+        """A cursor key on the drives list: done once the detail pane names another device,
+        or after ``patience_s`` (the cursor was at the end of the list)."""
+        def device(screen: str) -> str | None:
+            m = re.search(r"^ Device\s+(\S+)", screen, re.M)
+            return m.group(1) if m else None
+
+        before = device(self.text())
+        tmux("send-keys", "-t", self.session, key)
+        try:
+            return self.wait(lambda t: device(t) not in (None, before), self.patience_s)
+        except AssertionError:
+            return self.text()
+
     def type(self, text: str) -> str:
         before = self.settled()
         tmux("send-keys", "-t", self.session, "-l", text)
@@ -171,16 +185,24 @@ def test_quick_plan_in_tmux_at_80x25(loop_device: str,
     # the drives screen: the detail pane follows the highlighted row. Up or down towards
     # this test's loop device: `make test` runs other jobs' loop devices beside it, and the
     # list they come and go in (a rescan) can move the highlight past it
+    # A key's effect is the detail pane naming another device: a rescan repaints the screen
+    # too (and keeps the highlight on its drive), so "the screen changed" is not enough — a
+    # key judged done by a rescan's repaint was still queued when Space went in, and CI
+    # selected the drive below this test's one
     highlighted = f"Device       {loop_device}  (loop)"
     for _ in range(40):
         s = screen.text()
         if highlighted in s:
-            break
+            time.sleep(1)  # and still there once a key in flight (a rare race) is done
+            s = screen.text()
+            if highlighted in s:
+                break
+            continue
         listed = re.findall(r"^\s*(?:\[.\]|PROT)\s+(\S+)", s, re.M)
         at = re.search(r"^ Device\s+/dev/(\S+)", s, re.M)
         above = (at is not None and name in listed and at.group(1) in listed
                  and listed.index(at.group(1)) > listed.index(name))
-        screen.key("Up" if above else "Down")
+        screen.move("Up" if above else "Down")
     assert highlighted in s, s
     assert "Erase        no secure erase" in s
     s = screen.key("Space", until=lambda t: re.search(rf"\[x\]\s+{name} ", t) is not None)
