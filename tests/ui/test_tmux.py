@@ -9,6 +9,7 @@ folder (/run/ssdbench/ram), so this machine's /run is not written (no SSDRESULTS
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -156,7 +157,7 @@ def tui(tmp_path: Path) -> Iterator[tuple[Screen, Path]]:
     results = tmp_path / "ram"
     results.mkdir()
     Path("/run/ssdbench/ram").mkdir(parents=True, exist_ok=True)  # the mount point
-    session = f"ssdbench-test-{tmp_path.name}"
+    session = f"ssdbench-test-{os.getpid()}-{tmp_path.name}"  # own, beside any other run
     inner = (f"mount --bind {results} /run/ssdbench/ram && "
              f"exec env TERM=linux {SSDBENCH}")
     tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "25",
