@@ -14,7 +14,7 @@ from ssdbench.devices.bundle import FSRecord, ReplayFS
 from ssdbench.devices.model import ParseError
 from ssdbench.grade.selftest import parse_nvme_self_test_log, parse_smartctl_capabilities
 from ssdbench.results.layout import RunRecord
-from ssdbench.stages.base import RunContext, Target
+from ssdbench.stages.base import RunContext, StageNotAvailable, Target
 from ssdbench.stages.params import RunParams
 from ssdbench.stages.selftest import SelfTestStage
 from ssdbench.system import Host
@@ -104,7 +104,8 @@ def test_qemus_nvme_refuses_the_self_test_and_it_is_not_run_with_its_reason(
     runner = ScriptedRunner().add(["nvme", "device-self-test", "/dev/nvme0n1", "-s", "1"],
                                   returncode=1, stderr=fixture_text(NVME_REFUSED))
     ctx = _ctx(tmp_path, runner, "nvme0n1", "short")
-    SelfTestStage().execute(ctx)
+    with pytest.raises(StageNotAvailable, match="not run: nvme device-self-test refused"):
+        SelfTestStage().execute(ctx)  # the stage is not "done"
     st = _stored(ctx)["self_test"]
     assert st["ran"] is False and st["summary"].startswith(
         "not run: nvme device-self-test refused"), st
@@ -166,7 +167,8 @@ def test_a_refused_or_unlogged_ata_self_test_is_not_a_pass(tmp_path: Path) -> No
             runner.add(["smartctl", "-j", "-l", "selftest", "/dev/sda"], fixture_text(SATA))
         runner.add(["smartctl", "-j", "-t", "short", "/dev/sda"], started)
         ctx = _ctx(where, runner, "sda", "short")
-        SelfTestStage(poll_s=0.0).execute(ctx)
+        with pytest.raises(StageNotAvailable, match=r"self-test \(short\) not run: "):
+            SelfTestStage(poll_s=0.0).execute(ctx)  # "not available" with why, never "done"
         result: dict[str, Any] = _stored(ctx)["self_test"]
         return result
 

@@ -46,7 +46,9 @@ class SelfTestStage:
             runner.abort()
             raise
         ctx.record.set("self_test", result)
-        if result.get("available") is False:  # the grade still says the test is missing
+        if result.get("available") is False or result.get("ran") is False:
+            # no self-test, one the drive refused, or one it never logged: the stage is not
+            # "done" (the screen said so for a refused test); the grade still says missing
             raise StageNotAvailable(f"self-test ({kind}) {result['summary']}")
         ctx.emit(self.name, "running", f"self-test ({kind}): {result['summary']}")
 
