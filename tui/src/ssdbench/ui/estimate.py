@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ssdbench.devices import Drive
 from ssdbench.fio.jobs import parse_block_size
-from ssdbench.plan.plans import Plan
+from ssdbench.plan.plans import READ_ONLY_KINDS, Plan
 from ssdbench.stages.params import PTS_LOOP_KINDS, RunParams
 
 MIB = 1024 * 1024
@@ -214,7 +214,23 @@ def basis(drive: Drive, kinds: Sequence[str] = (), params: RunParams | None = No
     """How the estimate was made, in one line of words (the plan screen prints it); with the
     plan's run kinds, also the random-write rate a WSAT assumes and the PTS round loops'
     most rounds."""
-    write, _read = expected_speed(drive)
+    write, read = expected_speed(drive)
+    p = params or RunParams()
+    if kinds and all(k in READ_ONLY_KINDS for k in kinds) and not (
+            "speed" in kinds and p.speed_writes):
+        # nothing written, nothing erased: what the read-only runs' minutes rest on
+        said = []
+        if {"diagnose", "surface"} & set(kinds):
+            said.append(f"{read:.0f} MiB/s reads assumed ({drive.transport or '?'})")
+        if "grade" in kinds:
+            test = str(getattr(p, "self_test", "none"))
+            said.append("no self-test" if test == "none" else
+                        f"a {test} self-test of {fmt_minutes(test)} assumed (the drive's "
+                        "own estimate once it starts)")
+        if "speed" in kinds:
+            said.append(f"4 speed corners of {p.speed_ramp_seconds} s ramp + "
+                        f"{p.speed_seconds} s measured")
+        return ", ".join(said) or "read-only runs"
     sec = drive.ata_security
     if not drive.erase_methods:
         erase = f"erase by discard {DISCARD_S:.0f} s"
@@ -230,3 +246,8 @@ def basis(drive: Drive, kinds: Sequence[str] = (), params: RunParams | None = No
         most = (params or RunParams()).pts_max_rounds
         out += f", PTS rounds at their most ({most}; steady after 5 takes a fifth)"
     return out
+
+
+def fmt_minutes(test: str) -> str:
+    seconds = SELF_TEST_SHORT_S if test == "short" else SELF_TEST_EXTENDED_S
+    return f"{seconds / 60:.0f} min"

@@ -244,7 +244,7 @@ class PlanScreen(Screen[None]):
                              allow_blank=False, compact=True, id="preset")
             values = self.form.values
             yield Static(preset_help(self.preset, values), id="preset-help")
-            with Horizontal(classes="field"):
+            with Horizontal(classes="field", id="row-erase"):
                 yield Label("Erase method", classes="label")
                 yield Select(list(ERASE_CHOICES), value=self.form.erase, allow_blank=False,
                              compact=True, id="erase")
@@ -298,6 +298,8 @@ class PlanScreen(Screen[None]):
         for key, _ in FIELDS:
             self.query_one(f"#row-{key}").display = key in fields
         self.query_one("#run-fields").display = bool(fields)
+        # a read-only plan erases nothing: no erase method to choose (grade, diagnose, speed)
+        self.query_one("#row-erase").display = preset_plan(self.preset).destructive
         self.query_one("#erase-fields").display = writes_record(self.preset)
         error = self.query_one("#plan-error", Static)
         try:
