@@ -64,7 +64,8 @@ SPLIT = ("tests/integration/test_ata_emu_qemu.py",)
 QEMU_INTEGRATION = ("tests/integration/test_erase_qemu.py",
                     "tests/integration/test_counters_qemu.py",
                     "tests/integration/test_capacity_dm_qemu.py",
-                    "tests/integration/test_usb_and_disk_qemu.py")
+                    "tests/integration/test_usb_and_disk_qemu.py",
+                    "tests/integration/test_sas_emu_qemu.py")
 # QEMU jobs that never run beside another QEMU job: the kiosk quick plan's known answers
 # hold the guest's own pace against the simulated drives' models (the OP ratio), and a second
 # guest on a 2-core host squeezed it (model OP ratio 1.46, below the 1.5 the test needs to

@@ -93,6 +93,19 @@ class Config:
     smart: str = "healthy"  # the SMART profile (simdrive/ata/smart.py): healthy or worn
     self_test_seconds: float = 12.0  # a short self-test's length (extended: four times)
     sanitize: bool = True  # the Sanitize feature set (False: a drive with security erase only)
+    # "ata": a SATA SSD behind SAT (scsi.py); "sas": a SAS SSD answering SCSI itself (sas.py)
+    personality: str = "ata"
+    # SAS only (simdrive/ata/sas.py): the logical block size at creation (512, 520, 528,
+    # 4096 or 4160), the protection type READ CAPACITY(16) reports (0: none), how long a
+    # SANITIZE and a FORMAT UNIT run (progress through REQUEST SENSE meanwhile), the
+    # sanitize service actions the drive lacks and those that end in failure mode
+    # ("overwrite", "block", "crypto")
+    block_size: int = 512
+    protection_type: int = 0
+    sanitize_seconds: float = 8.0
+    format_seconds: float = 6.0
+    unsupported_sanitize: list[str] = field(default_factory=list)
+    failing_sanitize: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -105,6 +118,15 @@ class Persistent:
     max_sectors: int | None = None  # a non-volatile SET MAX ADDRESS (None: the native max)
     smart_enabled: bool = True
     self_test_log: list[list[int | None]] = field(default_factory=list)  # oldest first
+    # SAS (sas.py): the block size and protection type a FORMAT UNIT left (None: the
+    # config's), a SANITIZE / FORMAT UNIT under way (resumed at power-on, as SBC-4 says),
+    # sanitize failure mode and whether the failed command allowed EXIT FAILURE MODE (AUSE)
+    block_size: int | None = None
+    protection_type: int | None = None
+    operation: dict[str, object] | None = None
+    sanitize_failed: bool = False
+    sanitize_ause: bool = False
+    scsi_self_test_log: list[list[int | None]] = field(default_factory=list)  # newest last
 
 
 @dataclass

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ssdbench.erase import ata, nvme
+from ssdbench.erase import ata, nvme, scsi
 from ssdbench.erase import overwrite as ow
 from ssdbench.erase.hdparm import IdentifyInfo
 from ssdbench.erase.journal import PasswordJournal
@@ -148,6 +148,9 @@ def choose_method(
     options = options or EraseOptions()
     methods, why = available_methods(target, options)
     if preference is not None:
+        if preference in scsi.SCSI_METHODS:  # SAS/SCSI: chosen by name (erase/scsi.py)
+            scsi.check_target(target, preference)
+            return preference
         if preference not in ALL_METHODS:
             raise NoEraseMethod(f"unknown erase method {preference!r}; one of {ALL_METHODS}")
         if preference == DISCARD or preference in methods:
@@ -239,12 +242,15 @@ def erase_drive(
     progress: ProgressCallback = ignore_progress,
     options: EraseOptions | None = None,
     scratch: Path | None = None,
+    scsi_reformat_to: int | None = None,
 ) -> EraseRecord:
     """Erase ``target`` with ``method`` (None: the best available) and verify it.
 
     Raises EraseError (NoEraseMethod, VerificationFailed) with the reason; the drive is
     left without a temporary password whenever that is possible (else the journal keeps
     it for the next boot, see :func:`ssdbench.erase.ata.recover_leftover_password`).
+    ``scsi_reformat_to``: a SAS drive of 520/528-byte blocks is first reformatted to this
+    (the plan's ``scsi_reformat_512``; erase/scsi.py).
     """
     options = options or EraseOptions()
     chosen = choose_method(target, method, options)
@@ -258,7 +264,12 @@ def erase_drive(
     markers = None
     overwrite_rec: dict[str, Any] | None = None
     checked: tuple[IdentifyInfo, list[str]] | None = None
+    scsi_order: list[str] = []
     try:
+        if chosen in scsi.SCSI_METHODS:
+            target, scsi_order, pre = scsi.prepare(host, target, chosen, options, reporter,
+                                                   reformat_to=scsi_reformat_to)
+            steps += pre
         if chosen in ATA_METHODS:
             # Before any marker is written: a password an earlier run left is removed, and a
             # drive locked/enabled with an unknown password or expired is refused untouched.
@@ -289,6 +300,9 @@ def erase_drive(
             steps += nvme.sanitize(host, target, chosen, options, reporter)
         elif chosen in (NVME_FORMAT_USER_DATA, NVME_FORMAT_CRYPTO):
             steps += nvme.format_nvm(host, target, chosen, options, reporter)
+        elif chosen in scsi.SCSI_METHODS:
+            chosen, more = scsi.sanitize(host, target, scsi_order, options, reporter)
+            steps += more
         elif chosen == OVERWRITE:
             why = "" if method == OVERWRITE else available_methods(target, options)[1]
             more, overwrite_rec = overwrite(target, options, reporter, why)
@@ -361,6 +375,7 @@ def stage_hook(
                 params.overwrite_verify_percent))
         if params is not None and hasattr(params, "overwrite_pattern"):
             opts = replace(opts, overwrite_pattern=str(params.overwrite_pattern))
+        reformat = 512 if getattr(params, "scsi_reformat_512", False) is True else None
         record = erase_drive(
             ctx.host,
             target,
@@ -369,6 +384,7 @@ def stage_hook(
             progress=getattr(ctx, "progress", ignore_progress),
             options=opts,
             scratch=scratch,
+            scsi_reformat_to=reformat,
         )
         return record.to_dict()
 

@@ -150,6 +150,10 @@ class RunParams:
     restore_native_max: bool = False
     """Erase plan: restore an HPA's hidden sectors (hdparm -N p<native>) before the erase, so
     the erase covers the whole drive; setting it is the consent (docs/erase.md)."""
+    scsi_reformat_512: bool = False
+    """Erase plan, SAS: reformat a drive of 520/528-byte blocks (a storage array's; the kernel
+    sees capacity 0) to 512 with sg_format before its SCSI sanitize; setting it is the consent,
+    the record names both sizes (docs/erase.md "SAS and SCSI drives")."""
     self_test: str = "none"
     """Grade plan: the drive's own self-test first: none, short or extended."""
     capacity_check: str = "quick"
@@ -280,7 +284,7 @@ _POSITIVE_INT = {"torture_seconds", "trim_torture_seconds", "fill_passes", "iode
                  "grade_reallocated_scrap", "grade_reported_uncorrectable_scrap",
                  "grade_media_errors_scrap", "grade_wear_note_percent",
                  "grade_wear_scrap_percent", "grade_power_on_hours_note"}
-_BOOL = {"restore_native_max", "record_pdf", "speed_writes"}
+_BOOL = {"restore_native_max", "record_pdf", "speed_writes", "scsi_reformat_512"}
 
 
 def _convert(key: str, value: object, source: str) -> object:

@@ -1,0 +1,56 @@
+"""Runs INSIDE the QEMU guest (test_sas_emu_qemu.py): ssdbench's erase of the emulated SAS
+drive (simdrive/ata's SAS personality behind tcm_loop) with the real sg3_utils.
+
+    python guest_sas_erase.py OUT_DIR DEVICE METHOD [REFORMAT_TO]
+
+Discovery lists every disk (a 520-byte drive has capacity 0, which ``list`` hides), then
+``erase_drive`` with METHOD (scsi-sanitize, scsi-sanitize-block, ...) and, with REFORMAT_TO,
+the reformat the plan's ``scsi_reformat_512`` allows; every command in OUT_DIR/log.txt.
+Writes OUT_DIR/record.json on success, OUT_DIR/error.txt on an EraseError.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ssdbench.devices import discover
+from ssdbench.erase import EraseError, EraseOptions, MemoryPasswordJournal, erase_drive
+from ssdbench.erase.adapter import target_from_drive
+from ssdbench.system import CommandLogFile, Host, LiveFS, SystemRunner
+
+NONCE = bytes.fromhex("a7a5ec0de0000044")
+
+
+def main() -> int:
+    out, device, method = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+    reformat = int(sys.argv[4]) if len(sys.argv) > 4 else None
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = out / "scratch"
+    scratch.mkdir(exist_ok=True)
+    runner = SystemRunner()
+    runner.add_sink(CommandLogFile(out / "log.txt"))
+    host = Host(runner, LiveFS())
+    drives = {d.path: d for d in discover(host, include_all=True, ata_passthrough=set())}
+    drive = drives[device]
+    (out / "drive.json").write_text(json.dumps(drive.to_json(), indent=1) + "\n")
+    progress: list[str] = []
+    try:
+        record = erase_drive(
+            host, target_from_drive(drive), method=method, journal=MemoryPasswordJournal(),
+            progress=lambda p: progress.append(f"{p.fraction} {p.message}"),
+            options=EraseOptions(nonce=NONCE, poll_interval_s=0.5), scratch=scratch,
+            scsi_reformat_to=reformat,
+        )
+    except EraseError as exc:
+        (out / "error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+        return 0
+    finally:
+        (out / "progress.txt").write_text("\n".join(progress) + "\n")
+    (out / "record.json").write_text(json.dumps(record.to_dict(), indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

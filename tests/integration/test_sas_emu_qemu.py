@@ -1,0 +1,231 @@
+"""The emulated drive's SAS personality (simdrive/ata/sas.py) in a QEMU guest, driven by the
+real sg3_utils and smartctl through the real kernel (LIO TCMU + tcm_loop, docs/ata-emulator.md).
+
+One boot: a SAS SSD formatted at 520 bytes a block (as storage arrays leave them) is seen by
+sd with capacity 0; sg_inq, sg_vpd, sg_readcap and smartctl read it through /dev/sgN;
+ssdbench's erase (erase/scsi.py) reformats it to 512 when the plan allows it and sanitizes
+with verification; sg_format and sg_sanitize by hand show REQUEST SENSE's progress, a read
+refused meanwhile, the data gone after, and sanitize failure mode. With
+SSDBENCH_SAVE_SAS_CAPTURES=1 the tools' outputs are copied to tests/data/sas-emu/ (the
+parser tests' captures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simdrive.ata.drive import AtaDrive, Config
+from tests.integration.qemu_helper import GuestRun, run_guest
+
+REPO = Path(__file__).resolve().parents[2]
+PY = sys.executable
+SERIAL = "SASEMU0044"
+SIZE = 16 << 20
+CAPTURES = REPO / "tests/data/sas-emu"
+# the whole drive read back in the guest: the markers left and its three commonest bytes
+READBACK = REPO / "tests/integration/guest_sas_readback.py"
+GUEST = REPO / "tests/integration/guest_sas_erase.py"
+
+
+
+@pytest.fixture(autouse=True)
+def sg3_utils() -> None:
+    """Never a skip: `make test` installs sg3-utils (scripts/apt-packages.txt)."""
+    if shutil.which("sg_inq") is None:
+        pytest.fail("sg3-utils is not installed: run `make deps` (scripts/apt-packages.txt)")
+
+
+def boot(work: Path, body: str, timeout_s: float = 600.0) -> GuestRun:
+    """Start the emulator in the guest, wait for its /dev/sdX ($dev) and /dev/sgN ($sg)."""
+    job = f"""
+export PYTHONPATH={REPO} PYTHONDONTWRITEBYTECODE=1
+rm -f /run/out/ready
+{PY} -m simdrive.ata serve /run/out/drive --ready /run/out/ready --log /run/out/emu.log \
+  > /run/out/serve.out 2>&1 &
+i=0; while [ ! -s /run/out/ready ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+dev=$(sed -n 1p /run/out/ready); sg=$(sed -n 2p /run/out/ready); name=${{dev#/dev/}}
+{body}
+"""
+    return run_guest(job, work, nvme_size_mib=0, timeout_s=timeout_s)
+
+
+def poll(tool: str, out: str) -> str:
+    """REQUEST SENSE's progress once a second until the drive reports none (at most 60; with
+    one REQUEST SENSE, sg_requests prints nothing when there is no progress indication),
+    a read through sd tried each time (refused while the drive works)."""
+    return (f'n=0; while [ $n -lt 60 ]; do sg_requests --progress "$sg" > poll.txt 2>&1; '
+            f'cat poll.txt >> {out}; grep -q "Progress indication" poll.txt || break; '
+            f'dd if="$dev" of=/dev/null bs=4096 count=1 iflag=direct status=none '
+            f'2>> {tool}-read.txt; sleep 1; n=$((n+1)); done; echo "polls=$n" >> {out}')
+
+
+def sanitize(kind: str, *options: str) -> str:
+    marker = f"MARKER-{kind}"
+    return "\n".join([
+        # a marker in three places, then the sanitize and its progress
+        *(f'printf "{marker}" | dd of="$dev" bs=4096 seek={s} conv=notrunc,fsync status=none'
+          for s in (0, 1000, 4000)),
+        f'sg_sanitize --{kind} {" ".join(options)} --quick --early "$sg" > sanitize-{kind}.txt'
+        f' 2>&1; echo "sanitize-{kind} rc=$?"',
+        poll(f"sanitize-{kind}", f"progress-{kind}.txt"),
+        f'{PY} {READBACK} "$dev" {marker} > readback-{kind}.json',
+    ])
+
+
+def erase(out: str, method: str, reformat: str = "") -> str:
+    """ssdbench's erase_drive through discovery (guest_sas_erase.py)."""
+    return f'{PY} {GUEST} /run/out/{out} "$dev" {method} {reformat}; echo "{out} rc=$?"'
+
+
+def record(run: GuestRun, out: str) -> dict[str, Any]:
+    share = run.share_dir
+    assert not (share / out / "error.txt").exists(), (share / out / "error.txt").read_text()
+    assert (share / out / "record.json").exists(), run.read("job.log")[-3000:]
+    data: dict[str, Any] = json.loads((share / out / "record.json").read_text())
+    return data
+
+
+def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: Path) -> None:
+    """One boot, in order: the tools read the 520-byte drive; ssdbench refuses it without the
+    plan's reformat, then reformats it to 512 and sanitizes (block erase, chosen from REPORT
+    SUPPORTED OPERATION CODES) with markers verified; sg_format takes it to 4096 by hand;
+    a block erase by sg_sanitize with its progress; an overwrite that fails (the drive is
+    made so) leaves failure mode, which sg_sanitize --fail ends (AUSE); ssdbench's overwrite
+    fails the same way and says so, its next erase is refused naming failure mode, a crypto
+    erase by hand ends it and ssdbench's crypto erase verifies."""
+    work = tmp_path / "vm"
+    share = work / "share"
+    share.mkdir(parents=True)
+    AtaDrive.create(share / "drive", Config(
+        serial=SERIAL, model="SSDBENCH SAS EMU", firmware="S044", size_bytes=SIZE,
+        personality="sas", block_size=520, sanitize_seconds=4.0, format_seconds=3.0,
+        self_test_seconds=5.0, failing_sanitize=["overwrite"]))
+    run = boot(work, "\n".join([
+        'cat /sys/block/$name/size > size-520.txt',
+        'dmesg | grep -i "sector size" > dmesg-520.txt',
+        'sg_inq "$sg" > sg_inq.txt 2>&1',
+        'sg_vpd -p sn "$sg" > sg_vpd-sn.txt 2>&1',
+        'sg_vpd -p di "$sg" > sg_vpd-di.txt 2>&1',
+        'sg_vpd -p bl "$sg" > sg_vpd-bl.txt 2>&1',
+        'sg_vpd -p bdc "$sg" > sg_vpd-bdc.txt 2>&1',
+        'sg_readcap -l "$sg" > sg_readcap-520.txt 2>&1',
+        'sg_opcodes "$sg" > sg_opcodes.txt 2>&1',
+        'sg_requests --progress "$sg" > sg_requests-progress-idle.txt 2>&1',
+        'sg_requests "$sg" > sg_requests-idle.txt 2>&1',
+        'smartctl -j -a "$sg" > smartctl-a.json 2>&1; echo "smartctl rc=$?"',
+        'smartctl -a "$sg" > smartctl-a.txt 2>&1',
+        'smartctl -t short "$sg" > smartctl-t.txt 2>&1; echo "smartctl -t rc=$?"',
+        # ssdbench: refused without the reformat, then reformatted and sanitized
+        erase("norefmt", "scsi-sanitize"),
+        erase("refmt", "scsi-sanitize", "512"),
+        'cat /sys/block/$name/size > size-512.txt',
+        'cat /sys/block/$name/queue/logical_block_size > lbs-512.txt',
+        'sg_readcap -l "$sg" > sg_readcap-512.txt 2>&1',
+        # sg_format by hand: 512 -> 4096, its progress in REQUEST SENSE, then the rescan
+        'sg_format --format --size=4096 --quick --early "$sg" > sg_format.txt 2>&1;'
+        ' echo "sg_format rc=$?"',
+        poll("format", "progress-format.txt"),
+        'echo 1 > /sys/block/$name/device/rescan',
+        'cat /sys/block/$name/size > size-4096.txt',
+        'cat /sys/block/$name/queue/logical_block_size > lbs-4096.txt',
+        sanitize("block"),
+        # an overwrite that fails (failing_sanitize), allowed to exit failure mode (AUSE)
+        'sg_sanitize --overwrite --zero --ause --quick --early "$sg" > sanitize-ow.txt 2>&1;'
+        ' echo "sanitize-ow rc=$?"',
+        poll("ow", "progress-ow.txt"),
+        'sg_requests "$sg" > sg_requests-failed.txt 2>&1',
+        'dd if="$dev" of=/dev/null bs=4096 count=1 iflag=direct 2> read-failed.txt;'
+        ' echo "read-failed rc=$?"',
+        'sg_sanitize --fail --quick --early "$sg" > sanitize-fail.txt 2>&1;'
+        ' echo "exit-failure rc=$?"',
+        'sg_requests "$sg" > sg_requests-after-exit.txt 2>&1',
+        # ssdbench's overwrite fails the same way (no AUSE): failure mode until a sanitize works
+        erase("ow", "scsi-sanitize-overwrite"),
+        erase("inmode", "scsi-sanitize-crypto"),
+        'sg_sanitize --crypto --quick --early "$sg" > sanitize-crypto-hand.txt 2>&1;'
+        ' echo "crypto-hand rc=$?"',
+        poll("crypto-hand", "progress-crypto-hand.txt"),
+        erase("crypto", "scsi-sanitize-crypto"),
+        'smartctl -j -a "$sg" > smartctl-after.json 2>&1',
+    ]))
+    log = run.read("job.log")
+    assert run.returncode == 0, run.console[-2000:] + log[-3000:]
+    emu = run.read("emu.log")
+    # what sd makes of a 520-byte drive: capacity 0; the tools reach it through /dev/sgN
+    assert run.read("size-520.txt").strip() == "0", emu[-2000:]
+    assert "Unsupported sector size 520" in run.read("dmesg-520.txt")
+    inq = run.read("sg_inq.txt")
+    assert "Vendor identification: SSDBENCH" in inq and "SSDBENCH SAS EMU" in inq, inq
+    assert SERIAL in run.read("sg_vpd-sn.txt")
+    assert re.search(r"0x5000c5[0-9a-f]{10}", run.read("sg_vpd-di.txt")), run.read("sg_vpd-di.txt")
+    assert "Non-rotating medium" in run.read("sg_vpd-bdc.txt")
+    assert "Logical block length=520 bytes" in run.read("sg_readcap-520.txt")
+    smart = json.loads(run.read("smartctl-a.json"))
+    assert smart["smart_status"]["passed"] is True, smart
+    assert smart["scsi_percentage_used_endurance_indicator"] == 2
+    assert smart["scsi_grown_defect_list"] == 0
+    assert smart["rotation_rate"] == 0  # solid state
+    # ssdbench without the plan's consent: refused, naming it
+    error = run.read("norefmt/error.txt")
+    assert "520-byte blocks" in error and "scsi_reformat_512" in error, error
+    # with it: 520 -> 512, then the block erase REPORT SUPPORTED OPERATION CODES offers
+    rec = record(run, "refmt")
+    assert rec["method"] == "scsi-sanitize-block" and rec["verified"] is True, rec
+    steps = "\n".join(rec["steps"])
+    assert "(520 bytes a block, 32263 blocks, protection type 0)" in steps, steps
+    assert "reformatted: 512 bytes a block, 32768 blocks" in steps, steps
+    assert rec["verification"]["markers"] == 16 and rec["verification"]["survivors"] == []
+    commands = run.read("refmt/log.txt")
+    for tool in ("sg_opcodes", "sg_format --format --size=512 --quick --early",
+                 "sg_requests --progress", "sg_sanitize --block --quick --early"):
+        assert tool in commands, commands
+    progress = run.read("refmt/progress.txt")
+    assert "FORMAT UNIT (" in progress and "SANITIZE (" in progress, progress
+    assert "FORMAT UNIT: 520 -> 512" in emu and "SANITIZE BLOCK: started" in emu
+    assert run.read("size-512.txt").strip() == str(SIZE // 512)
+    assert run.read("lbs-512.txt").strip() == "512"
+    # sg_format by hand to 4096, with progress
+    assert "sg_format rc=0" in log, run.read("sg_format.txt")
+    assert "Progress indication" in run.read("progress-format.txt")
+    assert run.read("lbs-4096.txt").strip() == "4096"
+    assert run.read("size-4096.txt").strip() == str(SIZE // 512)
+    # sg_sanitize --block with progress; a read meanwhile is NOT READY, SANITIZE IN PROGRESS,
+    # which sd retries until the drive is done (dd waits, then reads zeros)
+    assert "sanitize-block rc=0" in log, run.read("sanitize-block.txt")
+    assert "Progress indication" in run.read("progress-block.txt")
+    assert "SCSI 28 -> CHECK CONDITION key 0x2 04/1b" in emu, emu[-3000:]
+    seen = json.loads(run.read("readback-block.json"))
+    assert seen == {"markers": 0, "bytes": SIZE, "common": [[0, SIZE]]}, seen
+    # the failed overwrite: failure mode, reads refused, EXIT FAILURE MODE (AUSE) ends it
+    assert "Sanitize command failed" in run.read("sg_requests-failed.txt")
+    assert "read-failed rc=1" in log
+    assert "exit-failure rc=0" in log, run.read("sanitize-fail.txt")
+    assert "No additional sense" in run.read("sg_requests-after-exit.txt")
+    error = run.read("ow/error.txt")
+    assert "the sanitize failed" in error and "Sanitize command failed" in error, error
+    error = run.read("inmode/error.txt")
+    assert "sanitize failure mode" in error and "sg_sanitize --crypto" in error, error
+    assert "crypto-hand rc=0" in log, run.read("sanitize-crypto-hand.txt")
+    rec = record(run, "crypto")
+    assert rec["method"] == "scsi-sanitize-crypto" and rec["verified"] is True, rec
+    assert "4096 bytes a block, 4096 blocks" in "\n".join(rec["steps"]), rec["steps"]
+    after = json.loads(run.read("smartctl-after.json"))
+    assert after["scsi_self_test_0"]["result"]["value"] == 0, after  # the short test passed
+    keep = ("sg_inq.txt", "sg_vpd-sn.txt", "sg_vpd-di.txt", "sg_vpd-bl.txt", "sg_vpd-bdc.txt",
+            "sg_readcap-520.txt", "sg_readcap-512.txt", "sg_opcodes.txt",
+            "sg_requests-progress-idle.txt", "sg_requests-idle.txt", "sg_requests-failed.txt",
+            "sg_requests-after-exit.txt", "smartctl-a.json", "smartctl-a.txt",
+            "smartctl-after.json", "sg_format.txt", "progress-format.txt", "progress-block.txt",
+            "sanitize-block.txt")
+    if os.environ.get("SSDBENCH_SAVE_SAS_CAPTURES"):  # refresh tests/data/sas-emu/
+        CAPTURES.mkdir(parents=True, exist_ok=True)
+        for name in keep:
+            shutil.copy(run.share_dir / name, CAPTURES / name)

@@ -1,0 +1,383 @@
+"""SAS / SCSI erase through sg3_utils: SCSI SANITIZE (block erase, cryptographic erase,
+overwrite) with its progress from REQUEST SENSE, and the reformat of a 520/528-byte drive
+(storage arrays format them so) to 512 bytes a block with MODE SELECT + FORMAT UNIT.
+
+The tools and what ssdbench reads from them (sg3_utils 1.46; captures of each, from the
+emulated SAS drive of docs/ata-emulator.md in QEMU, in tests/data/sas-emu/):
+
+* ``sg_opcodes DEV``: REPORT SUPPORTED OPERATION CODES as a table; the SANITIZE (48h)
+  service actions the drive lists. A drive that does not answer it is tried in order.
+* ``sg_sanitize --block|--crypto|--overwrite --zero --quick --early DEV``: SANITIZE with
+  IMMED set; exit status 5 (ILLEGAL REQUEST) is a service action the drive does not have.
+* ``sg_requests --progress DEV``: "Progress indication: 12.34% done" while the drive works
+  (its sense-key-specific progress field, SPC-4 4.5.2.4.4), nothing once it is done.
+  ``sg_requests DEV``: the sense data afterwards, decoded on stderr (sanitize failure
+  mode: MEDIUM ERROR, "Sanitize command failed").
+* ``sg_readcap -l DEV``: blocks, block length and protection (READ CAPACITY(16)).
+* ``sg_format --format --size=512 --quick --early DEV``: MODE SELECT with the new block
+  length, FORMAT UNIT with IMMED; then the SCSI rescan so sd reads the new capacity (sd
+  gives a 520-byte drive capacity 0: "Unsupported sector size 520").
+
+Every output is untrusted: a line that does not say what it should is a ParseError turned
+into an EraseError naming the tool, never a default.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ssdbench.devices.errors import ParseError
+from ssdbench.erase.hidden import rescan_kernel_view
+from ssdbench.erase.model import EraseError, EraseOptions, EraseTarget, NoEraseMethod
+from ssdbench.erase.ticker import Reporter
+from ssdbench.system import CommandError, CommandNotFound, Host
+
+SCSI_SANITIZE = "scsi-sanitize"  # the best the drive has: block, else crypto, else overwrite
+SCSI_SANITIZE_BLOCK = "scsi-sanitize-block"
+SCSI_SANITIZE_CRYPTO = "scsi-sanitize-crypto"
+SCSI_SANITIZE_OVERWRITE = "scsi-sanitize-overwrite"  # one pass of zeros
+SCSI_METHODS = (SCSI_SANITIZE, SCSI_SANITIZE_BLOCK, SCSI_SANITIZE_CRYPTO,
+                SCSI_SANITIZE_OVERWRITE)
+ORDER = (SCSI_SANITIZE_BLOCK, SCSI_SANITIZE_CRYPTO, SCSI_SANITIZE_OVERWRITE)
+SERVICE_ACTIONS = {SCSI_SANITIZE_BLOCK: 0x02, SCSI_SANITIZE_CRYPTO: 0x03,
+                   SCSI_SANITIZE_OVERWRITE: 0x01}
+SG_SANITIZE_OPTIONS = {SCSI_SANITIZE_BLOCK: ("--block",), SCSI_SANITIZE_CRYPTO: ("--crypto",),
+                       SCSI_SANITIZE_OVERWRITE: ("--overwrite", "--zero")}
+SANITIZE_OPCODE, FORMAT_UNIT_OPCODE = 0x48, 0x04
+SCSI_TRANSPORTS = ("sas", "scsi")
+REFORMAT_SIZES = (512, 4096)
+SG_LIB_CAT_ILLEGAL_REQ = 5  # sg3_utils' exit status for ILLEGAL REQUEST (sg3_utils(8))
+MAX_BLOCK = 1 << 16
+MAX_LINE = 400  # longer than any line sg3_utils prints: not its output
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """``sg_readcap -l``: READ CAPACITY(16)."""
+
+    blocks: int
+    block_size: int
+    protection_type: int  # 0: none; 1..3: PROT_EN set, P_TYPE + 1
+
+    @property
+    def size_bytes(self) -> int:
+        return self.blocks * self.block_size
+
+    def to_dict(self) -> dict[str, int]:
+        return {"block_size": self.block_size, "blocks": self.blocks,
+                "size_bytes": self.size_bytes, "protection_type": self.protection_type}
+
+
+@dataclass(frozen=True)
+class Opcodes:
+    """``sg_opcodes``: what REPORT SUPPORTED OPERATION CODES lists (``listed`` False: the
+    drive did not answer it, so nothing is known)."""
+
+    listed: bool
+    sanitize_actions: frozenset[int] = frozenset()
+    format_unit: bool = False
+
+
+@dataclass(frozen=True)
+class SenseState:
+    """``sg_requests`` (no --progress): the sense key and additional sense, sg3_utils' words."""
+
+    sense_key: str
+    additional: str
+
+    @property
+    def sanitize_failed(self) -> bool:
+        return "sanitize command failed" in self.additional.lower()
+
+
+def _lines(text: str, tool: str) -> list[str]:
+    lines = text.splitlines()
+    if any(len(line) > MAX_LINE for line in lines):
+        raise ParseError(f"{tool}: a line of more than {MAX_LINE} characters: not its output")
+    return lines
+
+
+def parse_readcap(text: str) -> Capacity:
+    """``sg_readcap -l``'s "Number of logical blocks=N", "Logical block length=N bytes" and
+    "Protection: prot_en=N, p_type=N"."""
+    _lines(text, "sg_readcap")
+    blocks = re.search(r"Number of logical blocks=(\d{1,20})\b", text)
+    size = re.search(r"Logical block length=(\d{1,10}) bytes", text)
+    prot = re.search(r"Protection: prot_en=([01]), p_type=([0-7])\b", text)
+    if blocks is None or size is None or prot is None:
+        raise ParseError("sg_readcap: no block count, block length or protection line")
+    count, block = int(blocks.group(1)), int(size.group(1))
+    if not 0 < count < 2**64 or not 0 < block <= MAX_BLOCK:
+        raise ParseError(f"sg_readcap: {count} blocks of {block} bytes: not a drive")
+    ptype = int(prot.group(2)) + 1 if prot.group(1) == "1" else 0
+    if ptype > 3:
+        raise ParseError(f"sg_readcap: protection type {ptype} (SBC-4 knows 1 to 3)")
+    return Capacity(count, block, ptype)
+
+
+# " 48        1        10    0,0    Sanitize, overwrite" / " 04      6    0,0    Format Unit"
+_OPCODE_ROW = re.compile(r"\s*([0-9a-f]{2})(?:\s+([0-9a-f]{1,4}))?\s+(\d{1,2})\s+\d+,\d+\s+\S",
+                         re.IGNORECASE)
+
+
+def parse_opcodes(text: str) -> Opcodes:
+    """``sg_opcodes``' table: each row's opcode, service action and CDB size."""
+    lines = _lines(text, "sg_opcodes")
+    if not any(line.startswith("Opcode") for line in lines):
+        raise ParseError("sg_opcodes: no table of operation codes")
+    actions: set[int] = set()
+    format_unit = False
+    for line in lines:
+        row = _OPCODE_ROW.match(line)
+        if row is None:
+            continue
+        opcode = int(row.group(1), 16)
+        if opcode == SANITIZE_OPCODE and row.group(2) is not None:
+            actions.add(int(row.group(2), 16))
+        format_unit = format_unit or opcode == FORMAT_UNIT_OPCODE
+    return Opcodes(True, frozenset(actions), format_unit)
+
+
+def parse_progress(text: str) -> float | None:
+    """``sg_requests --progress``: the percentage done, None when the drive reports no
+    progress indication (it is not working on a sanitize or format)."""
+    found = re.findall(r"Progress indication: (\d{1,3})\.(\d{2})% done", "\n".join(
+        _lines(text, "sg_requests")))
+    if not found:
+        return None
+    whole, cents = found[-1]
+    percent = int(whole) + int(cents) / 100
+    if percent > 100:
+        raise ParseError(f"sg_requests: progress {percent}%: more than all of it")
+    return percent
+
+
+def parse_requests(text: str) -> SenseState:
+    """``sg_requests``: "Sense key: ..." and "Additional sense: ..." of the decoded sense."""
+    lines = _lines(text, "sg_requests")
+    key = next((m.group(1).strip() for line in lines
+                if (m := re.search(r"Sense key: (.+)$", line))), None)
+    more = next((m.group(1).strip() for line in lines
+                 if (m := re.search(r"Additional sense: (.+)$", line))), "")
+    if key is None:
+        raise ParseError("sg_requests: no sense key in its answer")
+    return SenseState(key, more)
+
+
+def check_target(target: EraseTarget, method: str) -> None:
+    """SCSI methods are for SAS/SCSI drives the operator did not opt in to ATA pass-through
+    (a SATA drive behind an HBA keeps the ATA paths)."""
+    if target.transport not in SCSI_TRANSPORTS:
+        raise NoEraseMethod(f"{target.path}: {method} is for SAS/SCSI drives, not "
+                            f"{target.transport}", method=method)
+    if target.ata_passthrough:
+        raise NoEraseMethod(f"{target.path}: {method}: the drive is opted in to ATA "
+                            "pass-through (a SATA drive behind an HBA): use the ATA methods",
+                            method=method)
+    if target.sed_lock:
+        raise NoEraseMethod(f"{target.path}: locked self-encrypting drive: {target.sed_lock}",
+                            method=method)
+
+
+def _run_parsed(host: Host, argv: list[str], parse: Any, timeout: float = 60.0, *,
+                stderr: bool = False) -> Any:
+    """Run, then parse stdout (``stderr``: stderr after it, where sg_requests decodes the
+    sense data)."""
+    res = host.runner.run(argv, timeout=timeout)
+    try:
+        return parse(res.text + (res.stderr_text if stderr else ""))
+    except ParseError as exc:
+        raise EraseError(f"{argv[-1]}: {exc}") from exc
+
+
+def read_capacity(host: Host, path: str) -> Capacity:
+    result: Capacity = _run_parsed(host, ["sg_readcap", "-l", path], parse_readcap)
+    return result
+
+
+def read_opcodes(host: Host, path: str) -> Opcodes:
+    try:
+        result: Opcodes = _run_parsed(host, ["sg_opcodes", path], parse_opcodes)
+    except CommandNotFound:
+        raise
+    except CommandError:  # REPORT SUPPORTED OPERATION CODES is optional (SPC-4)
+        return Opcodes(False)
+    return result
+
+
+def candidates(method: str, opcodes: Opcodes) -> list[str]:
+    """The service actions to try, in order: what the drive lists (block, crypto,
+    overwrite for ``scsi-sanitize``), every one of them when it lists nothing."""
+    wanted = list(ORDER) if method == SCSI_SANITIZE else [method]
+    if not opcodes.listed:
+        return wanted
+    have = [m for m in wanted if SERVICE_ACTIONS[m] in opcodes.sanitize_actions]
+    if not have:
+        offered = ", ".join(m for m in ORDER if SERVICE_ACTIONS[m] in opcodes.sanitize_actions)
+        raise NoEraseMethod(
+            f"{method}: the drive lists no such SANITIZE service action (REPORT SUPPORTED "
+            f"OPERATION CODES: {offered or 'no SANITIZE at all'})", method=method)
+    return have
+
+
+def wait_for_progress(host: Host, path: str, what: str, options: EraseOptions,
+                      reporter: Reporter, *, limit_s: float) -> list[str]:
+    """Poll REQUEST SENSE's progress until the drive reports none: the same stall and
+    overall limits as the NVMe and ATA sanitize (``sanitize_stall_s``, the timeout)."""
+    clock = options.clock
+    start = last_change = clock.monotonic()
+    last: float | None = None
+    polls = 0
+    while True:
+        percent = _run_parsed(host, ["sg_requests", "--progress", path], parse_progress)
+        polls += 1
+        now = clock.monotonic()
+        if percent is None:
+            return [f"{what}: no progress indication after {polls} polls "
+                    f"({now - start:.0f} s): done"]
+        if percent != last:
+            last, last_change = percent, now
+        elif now - last_change >= options.sanitize_stall_s:
+            raise EraseError(
+                f"{path}: the {what} made no progress for {now - last_change:.0f} s (stuck at "
+                f"{percent:.2f}%). Not retrying: it keeps running in the drive and resumes "
+                "after a power cycle; check `sg_requests --progress` later.")
+        if now - start > limit_s:
+            raise EraseError(f"{path}: the {what} did not finish in {limit_s:.0f} s")
+        eta = (now - start) * (100 - percent) / percent if percent > 0 else None
+        reporter.send(f"{what} ({percent:.2f}%)", fraction=percent / 100, eta_s=eta)
+        clock.sleep(options.poll_interval_s)
+
+
+def _limit_s(options: EraseOptions, size_bytes: int) -> float:
+    return options.sanitize_timeout_s or max(6 * 3600.0, size_bytes / 30e6 + 3600.0)
+
+
+def reformat(host: Host, target: EraseTarget, size: int, options: EraseOptions,
+             reporter: Reporter) -> tuple[EraseTarget, list[str], dict[str, Any]]:
+    """MODE SELECT + FORMAT UNIT to ``size`` bytes a block (520/528 -> 512 or 4096), then
+    the SCSI rescan: the target as the kernel sees it after, the steps, and the record's
+    ``scsi_reformat`` (the sizes and protection before and after)."""
+    if size not in REFORMAT_SIZES:
+        raise EraseError(f"{target.path}: reformat to {size} bytes a block: one of "
+                         f"{REFORMAT_SIZES}")
+    before = read_capacity(host, target.path)
+    rec: dict[str, Any] = {"before": before.to_dict()}
+    if before.block_size == size:
+        rec.update(result="not needed", after=before.to_dict())
+        return _as_seen(target, before), [f"already {size} bytes a block: no reformat"], rec
+    argv = ["sg_format", "--format", f"--size={size}", "--quick", "--early", target.path]
+    rec["command"] = " ".join(argv)
+    reporter.send(f"reformatting {before.block_size} -> {size} bytes a block")
+    host.runner.run(argv, timeout=120.0)
+    steps = [f"sg_format --size={size}: FORMAT UNIT started ({before.block_size} bytes a "
+             f"block, {before.blocks} blocks, protection type {before.protection_type})"]
+    steps += wait_for_progress(host, target.path, "FORMAT UNIT", options, reporter,
+                               limit_s=_limit_s(options, before.size_bytes))
+    kernel = rescan_kernel_view(host, target.path)
+    after = read_capacity(host, target.path)
+    rec.update(after=after.to_dict(), kernel=kernel)
+    if after.block_size != size:
+        raise EraseError(f"{target.path}: after FORMAT UNIT the drive reports "
+                         f"{after.block_size} bytes a block, not {size}")
+    sectors = kernel.get("sectors")
+    if not isinstance(sectors, int) or sectors * 512 != after.size_bytes:
+        raise EraseError(f"{target.path}: the kernel sees {sectors} 512-byte sectors after the "
+                         f"rescan, the drive {after.size_bytes} bytes: an erase through it "
+                         "would not reach every block")
+    rec["result"] = "done"
+    steps.append(f"reformatted: {after.block_size} bytes a block, {after.blocks} blocks, "
+                 f"protection type {after.protection_type}; the kernel sees "
+                 f"{after.size_bytes} bytes")
+    return _as_seen(target, after), steps, rec
+
+
+def _as_seen(target: EraseTarget, cap: Capacity) -> EraseTarget:
+    return replace(target, size_bytes=cap.size_bytes, logical_block_size=cap.block_size)
+
+
+def choose(host: Host, target: EraseTarget, method: str) -> tuple[list[str], list[str]]:
+    """The service actions to try for ``method`` (from ``sg_opcodes``) and the step."""
+    check_target(target, method)
+    opcodes = read_opcodes(host, target.path)
+    order = candidates(method, opcodes)
+    if opcodes.listed:
+        listed = sorted(f"{a:#04x}" for a in opcodes.sanitize_actions)
+        step = f"REPORT SUPPORTED OPERATION CODES: SANITIZE {', '.join(listed) or 'none'}"
+    else:
+        step = "REPORT SUPPORTED OPERATION CODES not answered: trying " + ", ".join(order)
+    return order, [step]
+
+
+def sanitize(host: Host, target: EraseTarget, order: list[str], options: EraseOptions,
+             reporter: Reporter) -> tuple[str, list[str]]:
+    """SANITIZE with IMMED, the first of ``order`` the drive takes, then its progress until
+    done and the sense data after it. Returns (the method that ran, steps). Never retried
+    once started: a failed sanitize leaves the drive in sanitize failure mode."""
+    steps: list[str] = []
+    for n, method in enumerate(order):
+        argv = ["sg_sanitize", *SG_SANITIZE_OPTIONS[method], "--quick", "--early", target.path]
+        try:
+            host.runner.run(argv, timeout=120.0)
+        except CommandError as exc:
+            if exc.returncode == SG_LIB_CAT_ILLEGAL_REQ and n + 1 < len(order):
+                steps.append(f"{method}: ILLEGAL REQUEST (not supported); next")
+                continue
+            raise EraseError(f"{target.path}: {method} refused: {exc}", method=method) from exc
+        steps.append(f"{' '.join(argv[:-1])}: SANITIZE started")
+        try:
+            steps += wait_for_progress(host, target.path, "SANITIZE", options, reporter,
+                                       limit_s=_limit_s(options, target.size_bytes))
+            state = _run_parsed(host, ["sg_requests", target.path], parse_requests,
+                                          stderr=True)
+        except EraseError as exc:
+            exc.method = method
+            raise
+        if state.sanitize_failed:
+            raise EraseError(
+                f"{target.path}: the sanitize failed ({state.sense_key}: {state.additional}); "
+                "the drive refuses reads and writes until a sanitize succeeds (or EXIT "
+                "FAILURE MODE, if allowed). Not retrying automatically.", method=method)
+        steps.append(f"REQUEST SENSE after it: {state.sense_key}"
+                     + (f", {state.additional}" if state.additional else ""))
+        reporter.send("SCSI sanitize done", fraction=1.0)
+        return method, steps
+    raise EraseError(f"{target.path}: no SANITIZE service action was taken")
+
+
+def prepare(host: Host, target: EraseTarget, method: str, options: EraseOptions,
+            reporter: Reporter, *, reformat_to: int | None
+            ) -> tuple[EraseTarget, list[str], list[str]]:
+    """Before the markers: the service actions to try, then, when the plan allows it
+    (``scsi_reformat_512``), the reformat of a drive whose blocks the kernel cannot use.
+    Returns (the target as the kernel sees it now, the order, steps)."""
+    order, steps = choose(host, target, method)
+    busy = _run_parsed(host, ["sg_requests", "--progress", target.path], parse_progress)
+    if busy is not None:
+        raise EraseError(f"{target.path}: the drive is busy with a sanitize or format "
+                         f"({busy:.2f}% done); wait for it to finish, then run again",
+                         method=method)
+    state: SenseState = _run_parsed(host, ["sg_requests", target.path], parse_requests,
+                                          stderr=True)
+    if state.sanitize_failed:
+        raise EraseError(
+            f"{target.path}: the drive is in sanitize failure mode from an earlier sanitize "
+            f"({state.sense_key}: {state.additional}): it refuses reads and writes, so no "
+            "marker can be written. A sanitize that succeeds ends it (`sg_sanitize --crypto` "
+            "or `--block`), or `sg_sanitize --fail` if the failed one allowed it (AUSE); "
+            "then run the erase again.", method=method)
+    if reformat_to is not None:
+        target, more, _ = reformat(host, target, reformat_to, options, reporter)
+        return target, order, steps + more
+    cap = read_capacity(host, target.path)
+    if cap.block_size not in REFORMAT_SIZES:
+        raise NoEraseMethod(
+            f"{target.path}: the drive is formatted with {cap.block_size}-byte blocks, which "
+            "the kernel cannot read or write (capacity 0): set scsi_reformat_512 = true to "
+            "reformat it to 512 first (sg_format; the record names both sizes)",
+            method=method)
+    steps.append(f"{cap.block_size} bytes a block, {cap.blocks} blocks, protection type "
+                 f"{cap.protection_type}: no reformat")
+    return _as_seen(target, cap), order, steps
