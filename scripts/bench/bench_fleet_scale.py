@@ -23,10 +23,22 @@ cache: docs/lab.md); FLEET_REPEAT=n (default 1) measures it n times, each from a
 that folder, and prints the slowest (the machine may be shared: the spread is printed too).
 FLEET_DIR=path keeps the store there (not deleted: generate once, measure again with
 FLEET_REUSE=1).
+
+FLEET_STORE=s3: the same over an S3 store, a real s3proxy on 127.0.0.1 (filesystem backend,
+`make deps`), built with `ssdbench fleet store --config` (docs/lab.md "S3 at a million
+runs"). Seeding is not timed: the runs are written straight into s3proxy's folder (each
+file's MD5 in the extended attribute s3proxy reads its ETag from) with each bench's sent
+file, ``_fleet/sent/<bench>/<day>.txt``, as the uploader writes it; the cold build runs
+over that folder (a store class of this script's reading it directly: a million GETs
+through s3proxy take hours here), writing the index and the output folder a build over
+s3proxy would. Then FLEET_NEW new runs and their day's sent file are added the same way and
+the incremental build runs over s3proxy; it prints the same figures as
+``fleet_scale_s3_*`` and ``fleet_scale_s3_listed_keys`` (keys s3proxy listed for it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -75,9 +87,25 @@ def _templates() -> tuple[str, str]:
     return json.dumps(run), json.dumps(drive)
 
 
-def write_runs(root: Path, first_drive: int, drives: int, day: int) -> int:
+ETAG_XATTR = "user.user.content-md5"  # where s3proxy's filesystem backend keeps an ETag
+
+
+def _write(path: Path, text: str, sent: dict[str, list[str]] | None, root: Path) -> None:
+    """A file; with ``sent``, as s3proxy would hold it (its MD5 as its ETag) and its line
+    for the bench's sent file (``<rel below the bench>\\t"<md5>"``)."""
+    data = text.encode()
+    path.write_bytes(data)
+    if sent is not None:
+        md5 = hashlib.md5(data)
+        os.setxattr(path, ETAG_XATTR, md5.digest())
+        bench, _, rel = path.relative_to(root).as_posix().partition("/")
+        sent.setdefault(bench, []).append(f'{rel}\t"{md5.hexdigest()}"')
+
+
+def write_runs(root: Path, first_drive: int, drives: int, day: int,
+               sent: dict[str, list[str]] | None = None) -> int:
     """``drives`` drives (numbered from ``first_drive``) of 4 runs each, spread over the
-    benches; returns the runs written."""
+    benches; returns the runs written. With ``sent``, each bench's sent lines too."""
     run_t, drive_t = _templates()
     rnd = random.Random(first_drive)
     n = 0
@@ -93,7 +121,7 @@ def write_runs(root: Path, first_drive: int, drives: int, day: int) -> int:
         text = drive_t
         for k, v in sub.items():
             text = text.replace(k, v)
-        (session / "drive.json").write_text(text)
+        _write(session / "drive.json", text, sent, root)
         for j, run in enumerate(RUNS):
             started = f"{run_id[:4]}-{run_id[4:6]}-{run_id[6:8]}T{hour:02d}:{minute:02d}:{j:02d}Z"
             text = run_t.replace("@RUN@", run).replace("@STARTED@", started).replace(
@@ -102,14 +130,15 @@ def write_runs(root: Path, first_drive: int, drives: int, day: int) -> int:
             for k, v in sub.items():
                 text = text.replace(k, v)
             (session / run).mkdir(exist_ok=True)
-            (session / run / "run.json").write_text(text)
+            _write(session / run / "run.json", text, sent, root)
             n += 1
     for b in range(BENCHES):
         bench = root / f"bench-{b:03d}"
         if bench.is_dir():
-            (bench / "status.json").write_text(json.dumps({
+            _write(bench / "status.json", json.dumps({
                 "bench": bench.name, "state": "done", "plan": "intake",
-                "time": "2026-11-25T07:00:00Z", "drives": [], "last_event": "", "errors": []}))
+                "time": "2026-11-25T07:00:00Z", "drives": [], "last_event": "", "errors": []}),
+                sent, root)
     return n
 
 
@@ -125,7 +154,212 @@ def _lines(path: Path) -> int:
         return sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b""))
 
 
+# ---- FLEET_STORE=s3 ----
+
+S3PROXY = REPO / "build/s3proxy/s3proxy-2.4.1-jar-with-dependencies.jar"
+BUCKET = "fleet-scale"
+KEY, SECRET = "bench-key", "bench-secret-value"
+
+
+class DirectStore:
+    """s3proxy's folder read and written directly, as s3proxy answers (ETags from the
+    extended attribute): the seeding build's store (not timed)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def _tag(self, path: Path) -> str:
+        try:
+            return f'"{os.getxattr(path, ETAG_XATTR).hex()}"'
+        except OSError:
+            return f'"{hashlib.md5(path.read_bytes()).hexdigest()}"'
+
+    def put(self, key: str, data: bytes, content_type: str = "") -> str:
+        path = self.folder / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        os.setxattr(path, ETAG_XATTR, hashlib.md5(data).digest())
+        return self._tag(path)
+
+    def get(self, key: str, limit: int | None = None) -> bytes:
+        from ssdbench.lab.store import StoreError
+
+        try:
+            return (self.folder / key).read_bytes()[:None if limit is None else limit + 1]
+        except FileNotFoundError:
+            raise StoreError(f"reading {key}: the store answered 404 NoSuchKey") from None
+
+    def tagged_keys(self, prefix: str, start_after: str | None = None) -> dict[str, str]:
+        out = {}
+        top = self.folder / prefix
+        for dirpath, _dirs, files in os.walk(top):
+            for name in files:
+                path = Path(dirpath) / name
+                key = path.relative_to(self.folder).as_posix()
+                if start_after is None or key > start_after:
+                    out[key] = self._tag(path)
+        return dict(sorted(out.items()))
+
+    def keys(self, prefix: str) -> list[str]:
+        return list(self.tagged_keys(prefix))
+
+    def folders(self, prefix: str) -> list[str]:
+        top = self.folder / prefix
+        if not top.is_dir():
+            return []
+        return sorted(f"{prefix}{e.name}/" for e in os.scandir(top) if e.is_dir())
+
+
+def _write_sent(root: Path, sent: dict[str, list[str]], day: str) -> None:
+    for bench, lines in sent.items():
+        path = root / "_fleet/sent" / bench / f"{day}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"{line}\n" for line in lines))
+        os.setxattr(path, ETAG_XATTR, hashlib.md5(path.read_bytes()).digest())
+
+
+CHILD_S3 = r"""
+import resource, sys, time
+t0 = time.perf_counter()
+from ssdbench.cli import main
+from ssdbench.lab import store
+listed = [0]
+real = store.S3Store.tagged_keys
+def counted(self, prefix, start_after=None):
+    found = real(self, prefix, start_after)
+    listed[0] += len(found)
+    return found
+store.S3Store.tagged_keys = counted
+rc = main(["fleet", "store", "--config", sys.argv[1], "-o", sys.argv[2],
+           "--silent-after", "1e12"])
+seconds = time.perf_counter() - t0
+usage = resource.getrusage(resource.RUSAGE_SELF)
+assert rc == 0, rc
+print(f"seconds={seconds:.2f}")
+print(f"cpu_seconds={usage.ru_utime + usage.ru_stime:.2f}")
+print(f"peak_rss_mb={usage.ru_maxrss / 1024:.1f}")
+print(f"listed={listed[0]}")
+"""
+
+
+def main_s3(tmp: Path) -> int:
+    import socket
+    import time
+
+    import boto3  # type: ignore[import-untyped]
+    from botocore.config import Config  # type: ignore[import-untyped]
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    data = tmp / "s3data"
+    data.mkdir(parents=True, exist_ok=True)
+    (tmp / "s3proxy.conf").write_text(
+        f"s3proxy.endpoint={endpoint}\ns3proxy.authorization=aws-v2-or-v4\n"
+        f"s3proxy.identity={KEY}\ns3proxy.credential={SECRET}\n"
+        f"jclouds.provider=filesystem\njclouds.filesystem.basedir={data}\n")
+    proc = subprocess.Popen(["java", "-XX:TieredStopAtLevel=1", "-jar", str(S3PROXY),
+                             "--properties", str(tmp / "s3proxy.conf")],
+                            stdout=(tmp / "s3proxy.log").open("ab"),
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise SystemExit("s3proxy did not start: " +
+                                     (tmp / "s3proxy.log").read_text()[-2000:]) from None
+                time.sleep(0.2)  # waiting for a server process to listen
+        client = boto3.session.Session().client(
+            "s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=KEY,
+            aws_secret_access_key=SECRET, config=Config(
+                s3={"addressing_style": "path"},
+                request_checksum_calculation="when_required",
+                response_checksum_validation="when_required"))
+        if not (data / BUCKET).is_dir():
+            client.create_bucket(Bucket=BUCKET)
+        root = data / BUCKET / "lab1"
+        out = tmp / "out"
+        drives = TOTAL // len(RUNS)
+        t0 = time.perf_counter()
+        if not (root.is_dir() and os.environ.get("FLEET_REUSE") == "1"):
+            shutil.rmtree(root, ignore_errors=True)
+            print(f"# writing {TOTAL} runs into {root}", file=sys.stderr, flush=True)
+            sent: dict[str, list[str]] = {}
+            write_runs(root, 0, drives, day=0, sent=sent)
+            _write_sent(root, sent, "20261101")
+        seeded = time.perf_counter() - t0
+        for p in (root / "_fleet").glob("bench-*"):
+            shutil.rmtree(p)  # cold: no index (the sent files stay)
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        print("# seeding build (direct, not timed through s3proxy)", file=sys.stderr,
+              flush=True)
+        from ssdbench.lab import fleetindex
+
+        t0 = time.perf_counter()
+        cold = fleetindex.build(fleetindex.StoreSource(DirectStore(data / BUCKET), "lab1"),
+                                out, silent_after_s=1e12)
+        cold_s = time.perf_counter() - t0
+        rows = _lines(out / "fleet.csv") - 1
+        base = tmp / "out.cold"
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.copytree(out, base, symlinks=True)
+        sent = {}
+        write_runs(root, drives, NEW // len(RUNS), day=1, sent=sent)
+        _write_sent(root, sent, "20261102")
+        config = tmp / "ssdbench.toml"
+        config.write_text(
+            'plan = "quick"\nselect = ["serial:X"]\ndestroy = "all-eligible"\n'
+            f'[store]\nkind = "s3"\nendpoint = "{endpoint}"\nbucket = "{BUCKET}"\n'
+            f'prefix = "lab1"\naccess_key = "{KEY}"\nsecret_key = "{SECRET}"\n')
+        runs: list[dict[str, str]] = []
+        for i in range(max(1, int(os.environ.get("FLEET_REPEAT", "1")))):
+            if i:
+                shutil.rmtree(out)
+                shutil.copytree(base, out, symlinks=True)
+                # the index the first incremental build wrote back goes: the same work again
+                for p in (root / "_fleet").glob("bench-*/20261102.csv.gz"):
+                    p.unlink()
+            proc_run = subprocess.run([sys.executable, "-c", CHILD_S3, str(config), str(out)],
+                                      check=True, capture_output=True, text=True)
+            sys.stderr.write(proc_run.stderr[-2000:])
+            runs.append(dict(line.split("=", 1) for line in proc_run.stdout.split()
+                             if "=" in line))
+        warm = max(runs, key=lambda r: float(r["seconds"]))
+        after = _lines(out / "fleet.csv") - 1
+        shutil.rmtree(base, ignore_errors=True)
+        print(f"fleet_scale_s3_runs={rows}")
+        print(f"fleet_scale_s3_seed_seconds={seeded:.1f}")
+        print(f"fleet_scale_s3_seed_build_seconds={cold_s:.1f}  # direct, not through s3proxy")
+        print(f"fleet_scale_s3_cold_read={cold.read}")
+        print(f"fleet_scale_s3_incremental_seconds={warm['seconds']}")
+        print(f"fleet_scale_s3_incremental_peak_rss_mb={warm['peak_rss_mb']}")
+        print(f"fleet_scale_s3_incremental_cpu_seconds={warm['cpu_seconds']}")
+        print(f"fleet_scale_s3_incremental_read={after - rows}")
+        print(f"fleet_scale_s3_listed_keys={warm['listed']}")
+        print("fleet_scale_s3_incremental_all=" + ",".join(
+            f"{r['seconds']}s/{r['cpu_seconds']}cpu/{r['peak_rss_mb']}MB/{r['listed']}keys"
+            for r in runs))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    return 0
+
+
 def main() -> int:
+    if os.environ.get("FLEET_STORE") == "s3" and not SMOKE:
+        keep = os.environ.get("FLEET_DIR")
+        tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="bench-fleet-s3-"))
+        try:
+            return main_s3(tmp)
+        finally:
+            if not keep:
+                shutil.rmtree(tmp, ignore_errors=True)
     keep = os.environ.get("FLEET_DIR")
     tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="bench-fleet-scale-"))
     try:

@@ -134,7 +134,9 @@ def expected_keys(root: Path) -> dict[str, Path]:
 def assert_all_arrived(store_keys: list[str], get: object, root: Path) -> None:
     want = expected_keys(root)
     assert "lab1/bench-07/DEMONVME0001/20261125T062239Z/trim/run.json" in want
-    assert sorted(k for k in store_keys if not k.endswith("status.json")) == sorted(want)
+    # besides the results: status.json and the fleet build's list of what was sent
+    assert sorted(k for k in store_keys if not k.endswith("status.json")
+                  and not k.startswith("lab1/_fleet/sent/")) == sorted(want)
     for key, path in want.items():
         assert get(key) == path.read_bytes(), key  # type: ignore[operator]
 
@@ -414,7 +416,11 @@ def test_fleet_index_in_an_s3_store_by_etag(s3: S3Proxy, tmp_path: Path) -> None
     key = "lab1/bench-07/DEMONVME0001/20261125T062239Z/trim/run.json"
     doc = json.loads(store.get(key))
     doc["analysis"]["iops"]["steady"]["mean"] = 4242.0
-    store.put(key, json.dumps(doc).encode())
+    # changed as the uploader sends it: the new ETag added to the bench's sent file (a
+    # build reads those, not a listing of the whole store; docs/lab.md)
+    tag = store.put(key, json.dumps(doc).encode())
+    sent = max(store.keys("lab1/_fleet/sent/bench-07/"))  # the upload day's (UTC) file
+    store.put(sent, store.get(sent) + f"{key[len('lab1/bench-07/'):]}\t{tag}\n".encode())
     again = fleetindex.build(src, out)
     assert again.read == 1 and ",4242," in (out / "fleet.csv").read_text()
     full = tmp_path / "full"

@@ -9,6 +9,11 @@ the output folder's ``_fleet/.cache/`` with the digest of its listing: a bench a
 listed as before is copied, not read, and only the search pages whose rows changed are
 written again (never a million rows in memory).
 
+An S3 store is not listed whole: each bench's uploader writes what it sent,
+``_fleet/sent/<bench>/<YYYYMMDD>.txt``, and :class:`StoreSource` takes each bench's listing
+from those files and the one it kept in ``_fleet/.cache/sent/`` (docs/lab.md "S3 at a
+million runs").
+
 The index is untrusted input like every file of the store (docs/security.md): one that is
 not exactly what this module writes (its first line and header, every row of the right
 width, for a run.json of its own bench, no control character, at most INDEX_LIMIT bytes
@@ -278,18 +283,113 @@ class FolderSource:
         atomic.write_bytes(self._index(segment), data, root=self.index.parent)
 
 
+SENT_DIR = f"{INDEX_DIR}/sent"  # <prefix>/_fleet/sent/<bench>/<YYYYMMDD>.txt (uploader)
+SENT_LIMIT = 64 << 20  # bytes of one sent file
+SENT_FORMAT = "ssdbench fleet sent 1"
+_SENT_DAY = re.compile(r"^([0-9]{8})\.txt$")
+# a sent file's text: control and invisible characters (a tab and a line break end a cell
+# and a line), a backslash
+_SENT_BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e"
+                       "\u2060-\u2069\ufeff\\\\]")
+# every line <rel>\t<tag>: rel a path below the bench (no empty, . or .. part, no leading
+# /), ending in a file the build reads
+_SENT_FILE = re.compile(
+    r"(?:(?:(?!\.\.?/)[^/\t\n]+/)*(?:" + "|".join(re.escape(n) for n in fleet.WANTED)
+    + r")\t[^\t\n]+\n)*")
+
+
+class SentFileError(ValueError):
+    """A sent file (``_fleet/sent/<bench>/<day>.txt``) that is not what the uploader
+    writes."""
+
+
+def parse_sent(blob: bytes, limit: int | None = None) -> dict[str, str]:
+    """A sent file's ``{rel: tag}`` (a later line for the same key wins); SentFileError
+    naming what is wrong: the whole file is refused. ``limit``: SENT_LIMIT bytes, unless
+    given (a bench's listing kept in the cache: INDEX_LIMIT)."""
+    limit = SENT_LIMIT if limit is None else limit
+    if len(blob) > limit:
+        raise SentFileError(f"larger than {limit:,} bytes")
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SentFileError("not UTF-8 text") from None
+    bad = _SENT_BAD.search(text)
+    if bad:
+        raise SentFileError(f"a control or invisible character or a backslash at "
+                            f"{bad.start()}")
+    if _SENT_FILE.fullmatch(text) is None:
+        at = _SENT_FILE.match(text)
+        line = text[at.end() if at else 0:].partition("\n")[0]
+        raise SentFileError("a line that is not <file below the bench>\\t<ETag> of a "
+                            f"file the build reads: {visible(line)[:120]!r}")
+    return dict(line.split("\t") for line in text.splitlines())
+
+
 class StoreSource:
     """The store itself (S3 or WebDAV): listed once, new run.json fetched in parallel; the
     index under ``<prefix>/_fleet/``. A version is the S3 ETag; a WebDAV listing gives
-    none (a finished run's run.json is not sent again: it is read once)."""
+    none (a finished run's run.json is not sent again: it is read once).
+
+    An S3 store is not listed whole (docs/lab.md "S3 at a million runs"): each bench's
+    uploader writes what it sent, ``_fleet/sent/<bench>/<YYYYMMDD>.txt``; the build lists
+    the benches (one folder listing), the sent files from the newest one it read on, reads
+    those whose ETag changed and applies their lines to the bench's listing kept in the
+    output folder (``_fleet/.cache/sent/``). A bench seen for the first time, one with no
+    sent file (an older uploader), one whose sent file is refused (untrusted input:
+    :func:`parse_sent`), and every bench with ``--no-index``, is listed whole."""
 
     def __init__(self, store: Any, prefix: str, workers: int = 8) -> None:
         self.store = store
         self.base = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.name = "the store"
         self.workers = workers
+        self.notes: list[str] = []
+        self.cache: Path | None = None  # begin(): where each bench's listing is kept
+        self.use_index = True
+        self.listed_whole: list[str] = []  # benches listed whole by the last benches()
+
+    def begin(self, cache: Path, *, use_index: bool) -> None:
+        """Called by :func:`build`: the output folder's cache, and whether to use it."""
+        self.cache = cache
+        self.use_index = use_index
+
+    def _can_skip_listing(self) -> bool:
+        return (self.cache is not None and hasattr(self.store, "folders")
+                and hasattr(self.store, "tagged_keys"))
 
     def benches(self) -> Iterator[tuple[str, dict[str, str]]]:
+        self.listed_whole = []
+        if not self._can_skip_listing():
+            yield from self._listed_all({})
+            return
+        assert self.cache is not None
+        _folder(self.cache)
+        sent_top = self.base + SENT_DIR + "/"
+        if not self.use_index:  # everything listed (deletions seen); the sent files first
+            days: dict[str, dict[str, str]] = {}
+            for key, tag in self.store.tagged_keys(sent_top).items():
+                bench, _, name = key[len(sent_top):].partition("/")
+                m = _SENT_DAY.match(name)
+                if _BENCH.match(bench) and m:
+                    days.setdefault(bench, {})[m.group(1)] = tag
+            yield from self._listed_all(days)
+            return
+        names = [f[len(self.base):-1] for f in self.store.folders(self.base)]
+        sent = {f[len(sent_top):-1] for f in self.store.folders(sent_top)}
+        kept: set[str] = set()
+        for bench in sorted(n for n in names if n and n != INDEX_DIR):
+            if bench in sent and _BENCH.match(bench):
+                kept.add(self._cache_name(bench))
+                yield bench, self._from_sent(bench, sent_top + bench + "/")
+            else:  # an older uploader: the bench listed whole
+                yield bench, self._listed_bench(bench)
+        self._prune(kept)
+
+    def _listed_all(self, days: dict[str, dict[str, str]]
+                    ) -> Iterator[tuple[str, dict[str, str]]]:
+        """Every key of the prefix listed (today's way); the listing of each bench with
+        sent files kept with their ETags (``days``, listed before)."""
         tagged = getattr(self.store, "tagged_keys", None)
         listed = tagged(self.base) if tagged else dict.fromkeys(self.store.keys(self.base), "")
         by_bench: dict[str, dict[str, str]] = {}
@@ -299,8 +399,141 @@ class StoreSource:
             if rest and bench != INDEX_DIR and rel.rpartition("/")[2] in fleet.WANTED:
                 by_bench.setdefault(bench, {})[rel] = tag
         del listed
+        kept: set[str] = set()
         for bench in sorted(by_bench):
-            yield bench, by_bench.pop(bench)
+            found = by_bench.pop(bench)
+            if bench in days:
+                kept.add(self._cache_name(bench))
+                self._save(bench, found, days[bench])
+            yield bench, found
+        if self.cache is not None:
+            self._prune(kept)
+
+    def _listed_bench(self, bench: str) -> dict[str, str]:
+        self.listed_whole.append(bench)
+        found: dict[str, str] = {}
+        start = len(self.base)
+        for key, tag in self.store.tagged_keys(f"{self.base}{bench}/").items():
+            if key.rpartition("/")[2] in fleet.WANTED:
+                found[key[start:]] = tag
+        return found
+
+    def _from_sent(self, bench: str, folder: str) -> dict[str, str]:
+        """A bench's listing: the one kept, with the lines of its sent files changed since
+        applied; listed whole (and kept) when there is none, or a sent file is refused."""
+        old = self._load(bench)
+        start_after = f"{folder}{max(old[1])}" if old and old[1] else None
+        # only the newest day read and later can change: the uploader appends to today's
+        listed = self.store.tagged_keys(folder, start_after)
+        days: dict[str, str] = {}
+        for key, tag in listed.items():
+            name = key[len(folder):]
+            m = _SENT_DAY.match(name)
+            if m is None:
+                self.notes.append(f"{SENT_DIR}/{bench}/{visible(name)[:80]}: refused, "
+                                  f"listed instead: not a <YYYYMMDD>.txt")
+                return self._relisted(bench, old)
+            days[m.group(1)] = tag
+        if old is None:  # first seen: its listing now covers every line sent so far
+            found = self._listed_bench(bench)
+            self._save(bench, found, days)
+            return found
+        found, seen = old
+        changed = sorted(d for d, t in days.items() if seen.get(d) != t)
+        prefix = bench + "/"
+        for day in changed:
+            name = f"{SENT_DIR}/{bench}/{day}.txt"
+            try:
+                # at most SENT_LIMIT + 1 bytes read (a Range): larger is refused
+                lines = parse_sent(bytes(self.store.get(folder + f"{day}.txt",
+                                                        limit=SENT_LIMIT)))
+            except SentFileError as exc:
+                self.notes.append(f"{name}: refused, listed instead: {exc}")
+                return self._relisted(bench, old)
+            except Exception as exc:  # StoreError: gone since listed, unreachable
+                self.notes.append(f"{name}: cannot be read, listed instead: {visible(exc)}")
+                return self._relisted(bench, old)
+            for rel, tag in lines.items():
+                found[prefix + rel] = tag
+            seen[day] = days[day]
+        if changed:
+            self._save(bench, found, seen)
+        return found
+
+    def _relisted(self, bench: str, old: tuple[dict[str, str], dict[str, str]] | None
+                  ) -> dict[str, str]:
+        """The bench listed whole; the days seen stay as read (the lines of the one refused
+        are not taken: its next version is read again)."""
+        seen = dict(old[1]) if old else {}
+        folder = f"{self.base}{SENT_DIR}/{bench}/"
+        try:  # every day file's ETag now, listed before the bench
+            for key, tag in self.store.tagged_keys(folder).items():
+                m = _SENT_DAY.match(key[len(folder):])
+                if m:
+                    seen[m.group(1)] = tag
+        except Exception as exc:  # the listing below fails the same way, or not
+            self.notes.append(f"{SENT_DIR}/{bench}/: cannot be listed: {visible(exc)}")
+        found = self._listed_bench(bench)
+        self._save(bench, found, seen)
+        return found
+
+    # ---- each bench's listing, kept in the output folder ----
+
+    @staticmethod
+    def _cache_name(bench: str) -> str:
+        h = hashlib.sha1(bench.encode("utf-8", "surrogateescape"), usedforsecurity=False)
+        return h.hexdigest()[:16]
+
+    def _load(self, bench: str) -> tuple[dict[str, str], dict[str, str]] | None:
+        """The listing kept for ``bench`` ({key: tag}, {day: sent file's ETag}); None when
+        there is none, or it is not what :meth:`_save` writes."""
+        assert self.cache is not None
+        name = self._cache_name(bench)
+        try:
+            head = json.loads((self.cache / f"{name}.json").read_bytes())
+        except FileNotFoundError:
+            return None  # first seen (or its listing not saved)
+        except (OSError, ValueError):
+            head = None
+        try:
+            blob = (self.cache / f"{name}.tsv").read_bytes()
+            if (not isinstance(head, dict) or head.get("v") != SENT_FORMAT
+                    or head.get("bench") != bench or head.get("size") != len(blob)
+                    or not isinstance(head.get("days"), dict)
+                    or not all(_DAY.fullmatch(d) and type(t) is str
+                               for d, t in head["days"].items())):
+                raise ValueError("not what the build writes")
+            rels = parse_sent(blob, INDEX_LIMIT)
+        except (OSError, ValueError) as exc:
+            self.notes.append(f"{CACHE_DIR}/sent: the listing kept for {visible(bench)[:80]} "
+                              f"is refused ({visible(exc)[:120]}): the bench listed whole")
+            return None
+        prefix = bench + "/"
+        return ({prefix + rel: "" if tag == "-" else tag for rel, tag in rels.items()},
+                dict(head["days"]))
+
+    def _save(self, bench: str, found: dict[str, str], days: dict[str, str]) -> None:
+        assert self.cache is not None
+        name = self._cache_name(bench)
+        cut = len(bench) + 1
+        # a key listed without an ETag (a file put into s3proxy's folder by hand) as "-"
+        blob = "".join(f"{k[cut:]}\t{t or '-'}\n" for k, t in found.items()).encode()
+        try:
+            (self.cache / f"{name}.json").unlink(missing_ok=True)  # written last
+            _put(self.cache / f"{name}.tsv", blob)
+            _put(self.cache / f"{name}.json", json.dumps(
+                {"v": SENT_FORMAT, "bench": bench, "size": len(blob), "days": days}))
+        except OSError as exc:
+            self.notes.append(f"{CACHE_DIR}/sent: not saved ({visible(exc)}): the bench is "
+                              "listed whole next time")
+
+    def _prune(self, kept: set[str]) -> None:
+        """The listings of benches no longer there (or not using sent files) go."""
+        assert self.cache is not None
+        with suppress(OSError):
+            for p in self.cache.iterdir():
+                if p.name.split(".", 1)[0] not in kept:
+                    p.unlink(missing_ok=True)
 
     def loader(self, key: str) -> fleet.Loader:
         return self.fetch([key])[key]
@@ -473,6 +706,9 @@ def build(source: Source, out: Path, *, now: datetime | None = None,
     notes: list[str] = []
     atomic.inside(out, out / "fleet.csv")  # never through a link there (OutsideRoot)
     cache = _Cache(out / CACHE_DIR, fresh=not use_index)
+    begin = getattr(source, "begin", None)
+    if begin is not None:  # a store: each bench's listing is kept in the cache too
+        begin(cache.root / "sent", use_index=use_index)
     search = SearchPages(out, cache.root, fresh=not use_index)
     csv_tmp = out / ".fleet.csv.part"
     csv_tmp.unlink(missing_ok=True)  # left by a crash (or planted): a link goes

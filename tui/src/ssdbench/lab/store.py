@@ -1,6 +1,8 @@
 """The stores a bench can send results to: S3-compatible (boto3) and HTTP(S) PUT / WebDAV.
 
-Each store has ``put(key, data)``, ``get(key)`` and ``keys(prefix)``; every failure is a
+Each store has ``put(key, data)`` (the S3 store returns the object's ETag, the fleet
+build's version of a file; an HTTP store None), ``get(key)`` and ``keys(prefix)``; every
+failure is a
 :class:`StoreError` whose message names no secret. A reader never sees half an object: an
 S3 PUT is atomic, nginx's PUT writes a temp file and renames it, and ``webdav`` PUTs a temp
 name and MOVEs it over the final one.
@@ -37,7 +39,7 @@ class StoreError(Exception):
 
 
 class Store(Protocol):
-    def put(self, key: str, data: bytes, content_type: str = ...) -> None: ...
+    def put(self, key: str, data: bytes, content_type: str = ...) -> str | None: ...
 
     def get(self, key: str) -> bytes: ...
 
@@ -109,18 +111,25 @@ class S3Store:
             return StoreError(scrub(msg, self.cfg.secrets()), refused=refused)
         return StoreError(scrub(f"{what}: {type(exc).__name__}: {exc}", self.cfg.secrets()))
 
-    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+        """Send ``data`` to ``key``; the object's ETag as the store answered it (quoted, as
+        a listing gives it)."""
         try:
-            self._s3().put_object(Bucket=self.cfg.bucket, Key=key, Body=data,
-                                  ContentType=content_type)
+            answer = self._s3().put_object(Bucket=self.cfg.bucket, Key=key, Body=data,
+                                           ContentType=content_type)
+            return str(answer.get("ETag") or "")
         except StoreError:
             raise
         except Exception as exc:  # botocore raises many kinds; all mean "not sent"
             raise self._error(f"sending {key}", exc) from None
 
-    def get(self, key: str) -> bytes:
+    def get(self, key: str, limit: int | None = None) -> bytes:
+        """The object's bytes; with ``limit``, at most its first ``limit + 1`` (a Range
+        request: more than ``limit`` means too large, and no more is read)."""
         try:
-            body: bytes = self._s3().get_object(Bucket=self.cfg.bucket, Key=key)["Body"].read()
+            more = {"Range": f"bytes=0-{limit}"} if limit is not None else {}
+            body: bytes = self._s3().get_object(Bucket=self.cfg.bucket, Key=key,
+                                                **more)["Body"].read()
             return body
         except StoreError:
             raise
@@ -139,17 +148,32 @@ class S3Store:
         except Exception as exc:
             raise self._error(f"listing {prefix}", exc) from None
 
-    def tagged_keys(self, prefix: str) -> dict[str, str]:
-        """:meth:`keys` with each object's ETag (the fleet index's version of a file)."""
+    def tagged_keys(self, prefix: str, start_after: str | None = None) -> dict[str, str]:
+        """:meth:`keys` with each object's ETag (the fleet index's version of a file); only
+        the keys after ``start_after`` when given."""
         try:
+            more = {"StartAfter": start_after} if start_after else {}
             pages = self._s3().get_paginator("list_objects_v2").paginate(
-                Bucket=self.cfg.bucket, Prefix=prefix)
+                Bucket=self.cfg.bucket, Prefix=prefix, **more)
             return {o["Key"]: str(o.get("ETag", "")) for page in pages
                     for o in page.get("Contents", []) if not o["Key"].endswith("/")}
         except StoreError:
             raise
         except Exception as exc:
             raise self._error(f"listing {prefix}", exc) from None
+
+    def folders(self, prefix: str) -> list[str]:
+        """The folders right under ``prefix`` (``prefix`` ends with /), each as
+        ``<prefix><name>/``: one listing with a delimiter, not every key below."""
+        try:
+            pages = self._s3().get_paginator("list_objects_v2").paginate(
+                Bucket=self.cfg.bucket, Prefix=prefix, Delimiter="/")
+            return sorted({str(p["Prefix"]) for page in pages
+                           for p in page.get("CommonPrefixes", [])})
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise self._error(f"listing the folders of {prefix}", exc) from None
 
 
 class HttpStore:
@@ -215,7 +239,7 @@ class HttpStore:
         if self.cfg.kind == "http":
             status, _ = self._request("PUT", self._path(key), data, headers)
             self._check(f"sending {key}", status)
-            return
+            return None
         folder, _, name = key.rpartition("/")
         temp = f"{folder}/.{name}.tmp-{uuid.uuid4().hex[:12]}" if folder else f".{name}.tmp"
         status, _ = self._request("PUT", self._path(temp), data, headers)

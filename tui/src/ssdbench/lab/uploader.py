@@ -13,6 +13,13 @@
 * **Journal**: ``store-journal.json`` in the results folder (so also on the stick): per file
   its key, size, SHA-256 and when it was sent; it is never sent itself, nor is the poster's
   ``post-journal.json`` (lab/post.py).
+* **What was sent, for the fleet build** (S3 stores only): after a pass that sent files the
+  fleet build reads (``fleet.WANTED``; ``status.json`` once per upload day per process), one
+  line per key, ``<key below the bench's base>\t<ETag>``, is appended to
+  ``<prefix>/_fleet/sent/<bench>/<YYYYMMDD>.txt`` (the UTC upload day; read, appended, put:
+  the bench is its one writer), so the build need not list the whole store (docs/lab.md).
+  Lines not yet written (the put failed, the bench rebooted) wait in the journal
+  (``fleet_pending``) and go at the next pass.
 * **Failures**: the store unreachable or refusing → one line (the reason, no secret), the
   pass stops, the next try comes after a backoff (1 s doubling to 60 s); the files stay in
   RAM (and on the stick). The thread is its own: a measurement never waits for the network.
@@ -38,6 +45,13 @@ from ssdbench.results import atomic
 from ssdbench.untrusted import path_part
 
 JOURNAL = "store-journal.json"
+# what was sent, for the fleet build: <prefix>/_fleet/sent/<bench>/<YYYYMMDD>.txt
+SENT_DIR = "_fleet/sent"
+SENT_KEEP = 1 << 20  # bytes of today's sent file kept in the journal
+# the files the fleet build reads (lab/fleet.py WANTED; not imported: the kiosk needs none
+# of the fleet page)
+FLEET_FILES = frozenset(("status.json", "run.json", "drive.json", "erase-record.json",
+                         "record-chain.json"))
 # status.json as last sent or tried, beside the results (RAM, the stick): what a store that
 # refuses the bench (wrong keys) never sees, an operator reads there
 STATUS_COPY = "store-status.json"
@@ -112,6 +126,20 @@ class Backoff:
         self.delay = self.first_s
 
 
+_SENT_BAD = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e"
+                       "\u2060-\u2069\ufeff\\\\]")
+
+
+def _sent_line_ok(line: str) -> bool:
+    """A line as the fleet build takes it (lab/fleetindex.py): ``<rel>\t<tag>``, the rel a
+    path below the bench ending in a file it reads."""
+    rel, tab, tag = line.partition("\t")
+    parts = rel.split("/")
+    return (bool(tab) and bool(tag) and "\t" not in tag and not _SENT_BAD.search(line)
+            and parts[-1] in FLEET_FILES and "" not in parts and "." not in parts
+            and ".." not in parts)
+
+
 class StoreUploader:
     """The RAM results folder kept sent to a store, in a thread of its own."""
 
@@ -144,6 +172,14 @@ class StoreUploader:
         self.sent_total = 0
         self.pending = 0
         self._given_up = False
+        # S3 only: the lines of _fleet/sent/<bench>/<day>.txt not yet written there
+        self.fleet = cfg.kind == "s3"
+        self.fleet_pending: list[str] = []
+        # the day file as this bench last wrote it (day, text): what is appended to when
+        # the store refuses to give it back (a bench key without s3:GetObject there)
+        self.fleet_written: tuple[str, str] = ("", "")
+        self._said_no_read = False
+        self._status_day: str | None = None  # the day status.json was last put in the file
         self.journal = self._load_journal()
 
     # ---- names ----
@@ -191,6 +227,14 @@ class StoreUploader:
             return {}
         if not isinstance(doc, dict) or doc.get("store") != self.cfg.describe():
             return {}  # another store: everything goes there too
+        pending = doc.get("fleet_pending")
+        if self.fleet and isinstance(pending, list):
+            self.fleet_pending = [line for line in pending if isinstance(line, str)
+                                  and _sent_line_ok(line)]
+        written = doc.get("fleet_written")
+        if (self.fleet and isinstance(written, list) and len(written) == 2
+                and all(isinstance(x, str) for x in written)):
+            self.fleet_written = (written[0], written[1])
         out = {}
         for rel, e in (doc.get("sent") or {}).items():
             try:
@@ -200,8 +244,13 @@ class StoreUploader:
         return out
 
     def _save_journal(self) -> None:
-        doc = {"schema": 1, "store": self.cfg.describe(), "bench": self.bench,
-               "sent": {rel: vars(s) for rel, s in sorted(self.journal.items())}}
+        doc: dict[str, Any] = {
+            "schema": 1, "store": self.cfg.describe(), "bench": self.bench,
+            "sent": {rel: vars(s) for rel, s in sorted(self.journal.items())}}
+        if self.fleet_pending:
+            doc["fleet_pending"] = self.fleet_pending
+        if self.fleet_written[0]:
+            doc["fleet_written"] = list(self.fleet_written)
         atomic.write_text(self.results_dir / JOURNAL, json.dumps(doc, indent=1) + "\n")
 
     # ---- one pass ----
@@ -233,6 +282,7 @@ class StoreUploader:
     def _sync(self) -> int:
         sent = 0
         waiting = 0
+        pending = len(self.fleet_pending)
         try:
             for path in self._files():
                 rel = path.relative_to(self.results_dir).as_posix()
@@ -248,18 +298,75 @@ class StoreUploader:
                 digest = hashlib.sha256(data).hexdigest()
                 done = self.journal.get(rel)
                 if done is None or done.key != key or done.sha256 != digest:
-                    self.store.put(key, data, content_type(path.name))
+                    tag = self.store.put(key, data, content_type(path.name))
                     self.journal[rel] = Sent(key, len(data), digest, utc_now())
+                    self._note_sent(key, tag)
                     sent += 1
                 self._memo[rel] = stamp
         finally:
-            if sent:
+            if sent or len(self.fleet_pending) != pending:
                 self.sent_total += sent
                 self._save_journal()
                 self._memo[JOURNAL] = (0, 0)
+        self._write_sent()
         self.pending = waiting
         self._recovered()
         return sent
+
+    # ---- what was sent, for the fleet build (S3 stores) ----
+
+    def _note_sent(self, key: str, tag: str | None) -> None:
+        """A line for _fleet/sent/ when ``key`` is a file the fleet build reads (a store
+        that gave no usable ETag: none; the build's ``--no-index`` sees that file)."""
+        if not self.fleet or not key.startswith(self.base + "/"):
+            return
+        rel = key[len(self.base) + 1:]
+        if rel.rpartition("/")[2] not in FLEET_FILES or not isinstance(tag, str):
+            return
+        line = f"{rel}\t{tag}"
+        if _sent_line_ok(line):
+            self.fleet_pending.append(line)
+
+    @property
+    def sent_key(self) -> str:
+        """Today's (UTC) file of what this bench sent."""
+        day = time.strftime("%Y%m%d", time.gmtime())
+        return "/".join(p for p in (self.cfg.prefix, SENT_DIR, self.bench, f"{day}.txt") if p)
+
+    def _write_sent(self) -> None:
+        """The pending lines appended to today's sent file (read, append, put); a failure
+        is a StoreError like any other and the lines stay pending (in the journal)."""
+        if not self.fleet_pending:
+            return
+        key = self.sent_key
+        day = key.rpartition("/")[2][:8]
+        try:
+            old = self.store.get(key)
+        except StoreError as exc:
+            if exc.refused:  # a key that may only write (S3 answers 403 for no such key)
+                old = b""
+                if self.fleet_written[0] == day:  # written today: append to what we wrote
+                    old = self.fleet_written[1].encode()
+                    if not self._said_no_read:
+                        self._said_no_read = True
+                        self.say(f"store {self.cfg.describe()}: {key} cannot be read back "
+                                 "(the bench's key lacks s3:GetObject there): appended to "
+                                 "as this bench's journal has it")
+            elif "404" in str(exc) or "NoSuchKey" in str(exc):
+                old = b""
+            else:
+                raise
+        if old and not old.endswith(b"\n"):
+            old += b"\n"  # never glued to a line of ours
+        lines = list(self.fleet_pending)
+        text = old + "".join(f"{line}\n" for line in lines).encode()
+        self.store.put(key, text, "text/plain")
+        del self.fleet_pending[:len(lines)]
+        # kept (in the journal too) unless someone else's file grew it out of all measure
+        self.fleet_written = (day, text.decode("utf-8", "replace")) if len(text) <= SENT_KEEP \
+            else ("", "")
+        self._save_journal()
+        self._memo[JOURNAL] = (0, 0)
 
     def unsent(self) -> int:
         """Files whose current bytes are not in the store (reads every file)."""
@@ -281,13 +388,25 @@ class StoreUploader:
                         "last_failure_at": self.last_failure_at}
         with self._lock:
             try:
-                self.store.put(self.status_key, json.dumps(doc, indent=1).encode(),
-                               "application/json")
+                tag = self.store.put(self.status_key, json.dumps(doc, indent=1).encode(),
+                                     "application/json")
             except StoreError as exc:
                 self._failed(str(exc))
                 doc["store"]["last_error"] = self.last_error
                 self._keep_status(doc)
                 return False
+            day = time.strftime("%Y%m%d", time.gmtime())
+            if self.fleet and self._status_day != day:  # once per upload day and process
+                self._note_sent(self.status_key, tag)
+                self._status_day = day
+            if self.fleet_pending:
+                try:
+                    self._save_journal()
+                    self._write_sent()
+                except StoreError as exc:
+                    self._failed(str(exc))
+                except Exception as exc:  # RAM full, the folder gone: tried again later
+                    self._failed(f"{type(exc).__name__}: {exc}")
         self._keep_status(doc)
         return True
 
