@@ -1,11 +1,12 @@
 """Runs INSIDE the QEMU guest (test_sas_emu_qemu.py): ssdbench's erase of the emulated SAS
 drive (simdrive/ata's SAS personality behind tcm_loop) with the real sg3_utils.
 
-    python guest_sas_erase.py OUT_DIR DEVICE METHOD [REFORMAT_TO]
+    python guest_sas_erase.py OUT_DIR SERIAL METHOD [REFORMAT_TO]
 
-Discovery lists every disk (a 520-byte drive has capacity 0, which ``list`` hides), then
-``erase_drive`` with METHOD (scsi-sanitize, scsi-sanitize-block, ...) and, with REFORMAT_TO,
-the reformat the plan's ``scsi_reformat_512`` allows; every command in OUT_DIR/log.txt.
+Discovery as ``ssdbench list`` runs it (a 520-byte drive has capacity 0 and is listed with
+its problem line), the drive found by its serial, then ``erase_drive`` with METHOD
+(scsi-sanitize, scsi-sanitize-block, ...) and, with REFORMAT_TO, the reformat the plan's
+``scsi_reformat_512`` allows; every command in OUT_DIR/log.txt.
 Writes OUT_DIR/record.json on success, OUT_DIR/error.txt on an EraseError.
 """
 
@@ -15,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from ssdbench.devices import discover
+from ssdbench.devices import discover, find_drive
 from ssdbench.erase import EraseError, EraseOptions, MemoryPasswordJournal, erase_drive
 from ssdbench.erase.adapter import target_from_drive
 from ssdbench.system import CommandLogFile, Host, LiveFS, SystemRunner
@@ -24,7 +25,7 @@ NONCE = bytes.fromhex("a7a5ec0de0000044")
 
 
 def main() -> int:
-    out, device, method = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+    out, serial, method = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     reformat = int(sys.argv[4]) if len(sys.argv) > 4 else None
     out.mkdir(parents=True, exist_ok=True)
     scratch = out / "scratch"
@@ -32,8 +33,7 @@ def main() -> int:
     runner = SystemRunner()
     runner.add_sink(CommandLogFile(out / "log.txt"))
     host = Host(runner, LiveFS())
-    drives = {d.path: d for d in discover(host, include_all=True, ata_passthrough=set())}
-    drive = drives[device]
+    drive = find_drive(discover(host, ata_passthrough=set()), serial)
     (out / "drive.json").write_text(json.dumps(drive.to_json(), indent=1) + "\n")
     progress: list[str] = []
     try:

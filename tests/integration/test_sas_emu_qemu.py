@@ -3,11 +3,13 @@ real sg3_utils and smartctl through the real kernel (LIO TCMU + tcm_loop, docs/a
 
 One boot: a SAS SSD formatted at 520 bytes a block (as storage arrays leave them) is seen by
 sd with capacity 0; sg_inq, sg_vpd, sg_readcap and smartctl read it through /dev/sgN;
-ssdbench's erase (erase/scsi.py) reformats it to 512 when the plan allows it and sanitizes
-with verification; sg_format and sg_sanitize by hand show REQUEST SENSE's progress, a read
-refused meanwhile, the data gone after, and sanitize failure mode. With
-SSDBENCH_SAVE_SAS_CAPTURES=1 the tools' outputs are copied to tests/data/sas-emu/ (the
-parser tests' captures).
+`ssdbench list` shows it with its problem line and ``scsi-sanitize``; the product path,
+`ssdbench run DEV --plan erase --set scsi_reformat_512=true`, reformats it to 512 and
+sanitizes it with verification into a PASS record that says Purge and both sizes;
+sg_format and sg_sanitize by hand show REQUEST SENSE's progress, a read refused meanwhile,
+the data gone after, and sanitize failure mode. With SSDBENCH_SAVE_SAS_CAPTURES=1 the tools'
+outputs and a support bundle of the 520-byte drive are copied to tests/data/sas-emu/ (the
+parser and discovery tests' captures).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pytest
 
 from simdrive.ata.drive import AtaDrive, Config
 from tests.integration.qemu_helper import GuestRun, run_guest
+from tests.schema_check import check_json
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -81,8 +84,22 @@ def sanitize(kind: str, *options: str) -> str:
 
 
 def erase(out: str, method: str, reformat: str = "") -> str:
-    """ssdbench's erase_drive through discovery (guest_sas_erase.py)."""
-    return f'{PY} {GUEST} /run/out/{out} "$dev" {method} {reformat}; echo "{out} rc=$?"'
+    """ssdbench's erase_drive of the drive `ssdbench list` finds (guest_sas_erase.py)."""
+    return f'{PY} {GUEST} /run/out/{out} {SERIAL} {method} {reformat}; echo "{out} rc=$?"'
+
+
+def plan_erase(out: str, *params: str) -> str:
+    """The product path: `ssdbench run DEV --plan erase` (discovery, consent, the erase
+    stage, the signed record; no PDF: WeasyPrint takes about a minute under TCG)."""
+    sets = " ".join(f"--set {p}" for p in ("record_pdf=false", *params))
+    return (f'{PY} -m ssdbench run "$dev" --plan erase --destroy {SERIAL} '
+            f'--results /run/out/{out} {sets} > {out}.txt 2>&1; echo "{out} rc=$?"')
+
+
+def plan_file(run: GuestRun, out: str, name: str) -> Path:
+    found = list((run.share_dir / out).rglob(name))
+    assert len(found) == 1, (name, run.read(f"{out}.txt")[-3000:])
+    return found[0]
 
 
 def record(run: GuestRun, out: str) -> dict[str, Any]:
@@ -94,9 +111,12 @@ def record(run: GuestRun, out: str) -> dict[str, Any]:
 
 
 def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: Path) -> None:
-    """One boot, in order: the tools read the 520-byte drive; ssdbench refuses it without the
-    plan's reformat, then reformats it to 512 and sanitizes (block erase, chosen from REPORT
-    SUPPORTED OPERATION CODES) with markers verified; sg_format takes it to 4096 by hand;
+    """One boot, in order: the tools read the 520-byte drive; `ssdbench list` shows it (capacity
+    0, its problem line, scsi-sanitize) and a support bundle records it; ssdbench refuses it
+    without the plan's reformat, then `ssdbench run --plan erase --set
+    scsi_reformat_512=true` reformats it to 512 and sanitizes (block erase, chosen from
+    REPORT SUPPORTED OPERATION CODES) with markers verified, into a PASS record that says
+    Purge and both sizes; sg_format takes it to 4096 by hand;
     a block erase by sg_sanitize with its progress; an overwrite that fails (the drive is
     made so) leaves failure mode, which sg_sanitize --fail ends (AUSE); ssdbench's overwrite
     fails the same way and says so, its next erase is refused naming failure mode, a crypto
@@ -108,7 +128,7 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
         serial=SERIAL, model="SSDBENCH SAS EMU", firmware="S044", size_bytes=SIZE,
         personality="sas", block_size=520, sanitize_seconds=4.0, format_seconds=3.0,
         self_test_seconds=5.0, failing_sanitize=["overwrite"]))
-    run = boot(work, "\n".join([
+    run = boot(work, timeout_s=900.0, body="\n".join([
         'cat /sys/block/$name/size > size-520.txt',
         'dmesg | grep -i "sector size" > dmesg-520.txt',
         'sg_inq "$sg" > sg_inq.txt 2>&1',
@@ -123,9 +143,12 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
         'smartctl -j -a "$sg" > smartctl-a.json 2>&1; echo "smartctl rc=$?"',
         'smartctl -a "$sg" > smartctl-a.txt 2>&1',
         'smartctl -t short "$sg" > smartctl-t.txt 2>&1; echo "smartctl -t rc=$?"',
-        # ssdbench: refused without the reformat, then reformatted and sanitized
+        # `ssdbench list` and a support bundle of the 520-byte drive (capacity 0)
+        f'{PY} -m ssdbench list --json > list-520.json 2> list-520.err',
+        f'{PY} -m ssdbench.commands.bundle /run/out/bundle-520 2> bundle-520.err',
+        # ssdbench: refused without the reformat, then the erase plan reformats and sanitizes
         erase("norefmt", "scsi-sanitize"),
-        erase("refmt", "scsi-sanitize", "512"),
+        plan_erase("plan", "scsi_reformat_512=true"),
         'cat /sys/block/$name/size > size-512.txt',
         'cat /sys/block/$name/queue/logical_block_size > lbs-512.txt',
         'sg_readcap -l "$sg" > sg_readcap-512.txt 2>&1',
@@ -176,19 +199,38 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
     # ssdbench without the plan's consent: refused, naming it
     error = run.read("norefmt/error.txt")
     assert "520-byte blocks" in error and "scsi_reformat_512" in error, error
-    # with it: 520 -> 512, then the block erase REPORT SUPPORTED OPERATION CODES offers
-    rec = record(run, "refmt")
-    assert rec["method"] == "scsi-sanitize-block" and rec["verified"] is True, rec
-    steps = "\n".join(rec["steps"])
+    # `ssdbench list`: the drive the kernel shows with capacity 0, with its problem line and
+    # the sanitize REPORT SUPPORTED OPERATION CODES offers
+    listed = [d for d in json.loads(run.read("list-520.json")) if d["serial"] == SERIAL]
+    assert len(listed) == 1, run.read("list-520.json")[-3000:] + run.read("list-520.err")
+    (seen,) = listed
+    assert (seen["transport"], seen["size_bytes"], seen["scsi_block_size"]) == ("scsi", 0, 520)
+    assert seen["erase_methods"][0] == "scsi-sanitize" and seen["erase_refusal"] == [], seen
+    assert any(p["message"].startswith("520-byte sectors: reformat to 512 with the erase "
+                                       "plan's scsi_reformat_512") for p in seen["problems"])
+    # the erase plan with scsi_reformat_512: 520 -> 512, then the block erase REPORT
+    # SUPPORTED OPERATION CODES offers, verified, in a PASS record that says Purge
+    assert "plan rc=0" in log, run.read("plan.txt")[-3000:]
+    rec = check_json(plan_file(run, "plan", "erase-record.json"))  # the schema, 1.2.0
+    san = rec["sanitization"]
+    assert rec["result"]["status"] == "PASS", rec["result"]
+    assert (san["method"], san["category"]) == ("scsi-sanitize-block", "Purge"), san
+    assert "SCSI SANITIZE, BLOCK ERASE" in san["technique"]
+    refmt = san["scsi_reformat"]
+    assert refmt["result"] == "done", refmt
+    assert refmt["before"] == {"block_size": 520, "blocks": 32263, "size_bytes": 32263 * 520,
+                               "protection_type": 0}, refmt
+    assert refmt["after"] == {"block_size": 512, "blocks": SIZE // 512, "size_bytes": SIZE,
+                              "protection_type": 0}, refmt
+    assert (rec["drive"]["capacity_bytes"], rec["drive"]["logical_block_size"]) == (SIZE, 512)
+    assert rec["verification"]["result"] == "passed" and rec["verification"]["sampled"] == 16
+    steps = "\n".join(san["steps"])
     assert "(520 bytes a block, 32263 blocks, protection type 0)" in steps, steps
     assert "reformatted: 512 bytes a block, 32768 blocks" in steps, steps
-    assert rec["verification"]["markers"] == 16 and rec["verification"]["survivors"] == []
-    commands = run.read("refmt/log.txt")
+    commands = plan_file(run, "plan", "log.txt").read_text()
     for tool in ("sg_opcodes", "sg_format --format --size=512 --quick --early",
                  "sg_requests --progress", "sg_sanitize --block --quick --early"):
-        assert tool in commands, commands
-    progress = run.read("refmt/progress.txt")
-    assert "FORMAT UNIT (" in progress and "SANITIZE (" in progress, progress
+        assert tool in commands, commands[-3000:]
     assert "FORMAT UNIT: 520 -> 512" in emu and "SANITIZE BLOCK: started" in emu
     assert run.read("size-512.txt").strip() == str(SIZE // 512)
     assert run.read("lbs-512.txt").strip() == "512"
@@ -229,3 +271,5 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
         CAPTURES.mkdir(parents=True, exist_ok=True)
         for name in keep:
             shutil.copy(run.share_dir / name, CAPTURES / name)
+        shutil.rmtree(CAPTURES / "bundle-520", ignore_errors=True)
+        shutil.copytree(run.share_dir / "bundle-520", CAPTURES / "bundle-520")

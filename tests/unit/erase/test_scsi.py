@@ -10,6 +10,7 @@ import pytest
 
 from ssdbench.devices.errors import ParseError
 from ssdbench.erase import EraseError, EraseOptions, EraseTarget, NoEraseMethod, choose_method, scsi
+from ssdbench.erase.model import EraseRecord
 from ssdbench.erase.ticker import Reporter
 from ssdbench.progress import Progress
 from ssdbench.system import Host
@@ -250,3 +251,61 @@ def test_prepare_of_a_512_byte_drive_whose_opcodes_are_not_reported() -> None:
                                         reformat_to=None)
     assert order == list(scsi.ORDER) and target.size_bytes == 16 << 20
     assert "not answered" in steps[0]
+
+
+def reformat_script(runner: ScriptedRunner) -> None:
+    """sg_opcodes, an idle drive, then the real 520 -> 512 reformat's outputs."""
+    runner.add(["sg_opcodes", DEV], capture("sg_opcodes.txt"))
+    idle_drive(runner)
+    runner.add(["sg_readcap", "-l", DEV], capture("sg_readcap-520.txt"))
+    runner.add(["sg_format", "--format", "--size=512", "--quick", "--early", DEV],
+               capture("sg_format.txt"))
+    runner.add(["sg_requests", "--progress", DEV], "")
+    runner.add(["sh", "-c", "echo 1 > /sys/block/sda/device/rescan"])
+    runner.add(["sg_readcap", "-l", DEV], capture("sg_readcap-512.txt"))
+
+
+def test_prepare_recorded_returns_the_records_scsi_reformat() -> None:
+    """What the erase record's ``scsi_reformat`` holds: both sizes, the command, the kernel."""
+    runner, clock = ScriptedRunner(), FakeClock()
+    reformat_script(runner)
+    host = host_of(runner, {"/sys/block/sda/size": "32768\n"})
+    target, order, steps, rec = scsi.prepare_recorded(
+        host, sas_target(), "scsi-sanitize", EraseOptions(clock=clock), reporter([], clock),
+        reformat_to=512)
+    assert order == list(scsi.ORDER) and target.logical_block_size == 512
+    assert rec is not None and rec["result"] == "done"
+    assert (rec["before"]["block_size"], rec["after"]["block_size"]) == (520, 512)
+    assert (rec["before"]["blocks"], rec["after"]["blocks"]) == (32263, 32768)
+    assert rec["command"] == f"sg_format --format --size=512 --quick --early {DEV}"
+    record = EraseRecord(method="scsi-sanitize-block", secure=True, verified=True,
+                         duration_s=1.0, detail="", steps=tuple(steps), scsi_reformat=rec)
+    out = record.to_dict()
+    assert out["scsi_reformat"] == rec and out["method"] == "scsi-sanitize-block"
+    assert "scsi_reformat" not in EraseRecord("nvme-format-user-data", True, True, 1.0,
+                                              "").to_dict()
+
+
+def test_prepare_without_reformat_records_none() -> None:
+    runner, clock = ScriptedRunner(), FakeClock()
+    runner.add(["sg_opcodes", DEV], capture("sg_opcodes.txt"))
+    idle_drive(runner)
+    runner.add(["sg_readcap", "-l", DEV], capture("sg_readcap-512.txt"))
+    *_, rec = scsi.prepare_recorded(host_of(runner), sas_target(), "scsi-sanitize-crypto",
+                                    EraseOptions(clock=clock), reporter([], clock),
+                                    reformat_to=None)
+    assert rec is None
+
+
+def test_scsi_methods_are_secure_methods_with_one_vocabulary() -> None:
+    """The erase model, discovery and erase/scsi.py name the methods alike; every one is a
+    secure (firmware) method, so the erase stage is not a fallback-only hook for them."""
+    from ssdbench.devices import model as devices_model
+    from ssdbench.erase import ALL_METHODS, SECURE_METHODS
+    from ssdbench.erase import model as erase_model
+
+    assert scsi.SCSI_METHODS == erase_model.SCSI_METHODS == (
+        "scsi-sanitize", "scsi-sanitize-block", "scsi-sanitize-crypto",
+        "scsi-sanitize-overwrite")
+    assert set(scsi.SCSI_METHODS) <= set(SECURE_METHODS) <= set(ALL_METHODS)
+    assert set(scsi.SCSI_METHODS) <= set(devices_model.ERASE_METHODS)

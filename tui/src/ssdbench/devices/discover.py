@@ -35,6 +35,10 @@ from ssdbench.devices.model import (
     NVME_SANITIZE_BLOCK,
     NVME_SANITIZE_CRYPTO,
     NVME_SANITIZE_OVERWRITE,
+    SCSI_SANITIZE,
+    SCSI_SANITIZE_BLOCK,
+    SCSI_SANITIZE_CRYPTO,
+    SCSI_SANITIZE_OVERWRITE,
     AtaIdentify,
     Drive,
     NvmeController,
@@ -53,6 +57,7 @@ from ssdbench.devices.nvme import (
     parse_nvme_list_json,
     sane_size,
 )
+from ssdbench.devices.scsi import Capacity, Opcodes, parse_opcodes, parse_readcap
 from ssdbench.devices.sed import read_sed
 from ssdbench.devices.smart import (
     SMARTCTL_FATAL_BITS,
@@ -66,6 +71,7 @@ LSBLK_TIMEOUT_S = 30.0
 HDPARM_TIMEOUT_S = 20.0
 NVME_TIMEOUT_S = 20.0
 SMARTCTL_TIMEOUT_S = 60.0
+SG_TIMEOUT_S = 20.0
 
 # Never listed: RAM disks, compressed swap, device-mapper/md (they are holders, the disks
 # below them are listed and protected), optical and floppy drives.
@@ -75,7 +81,17 @@ HIDDEN_PREFIXES = ("ram", "zram", "dm-", "md", "sr", "fd")
 REFUSE_USB = "usb-bridge"
 REFUSE_FABRICS = "nvme-not-pcie"
 REFUSE_VIRTUAL = "no-erase-command"
+# A SATA drive behind a SAS/SCSI layer (its INQUIRY vendor is "ATA": a SCSI/ATA Translation
+# layer, T10 SAT, answers so) that is not opted in to ATA pass-through. SCSI SANITIZE is not
+# sent through the translation: the drive keeps the ATA path, by its opt-in.
 REFUSE_SCSI = "scsi-not-supported"
+SAT_VENDOR = "ATA"
+REFUSE_PROTECTED = "protected"  # a SAS/SCSI drive that is protected: no erase offered
+# SANITIZE service action -> method, in the erase's order (block, crypto, overwrite)
+SCSI_SANITIZE_BY_ACTION = {0x02: SCSI_SANITIZE_BLOCK, 0x03: SCSI_SANITIZE_CRYPTO,
+                           0x01: SCSI_SANITIZE_OVERWRITE}
+# the problem line of a drive formatted with blocks the kernel cannot use (520/528)
+REFORMAT_KIND = "block-size"
 REFUSE_NO_IDENTIFY = "no-identify"
 REFUSE_NO_METHOD = "no-erase-method"
 ATA_PASSTHROUGH_ENV = "SSDBENCH_ATA_PASSTHROUGH"
@@ -182,7 +198,20 @@ def is_listed(host: Host, name: str, include_all: bool = False) -> bool:
     size = _read_int(host, f"/sys/block/{name}/size") or 0  # 0: detached loop, no medium
     if include_all:
         return True
+    if size == 0 and _maybe_unusable_scsi_disk(host, name):
+        return True
     return not (name.startswith(HIDDEN_PREFIXES) or hidden or size == 0)
+
+
+def _maybe_unusable_scsi_disk(host: Host, name: str) -> bool:
+    """A disk of capacity 0 that may be a SAS/SCSI drive with blocks the kernel cannot use
+    (520/528 bytes: sd reports capacity 0), not an empty card reader: an ``sd`` disk, not
+    removable, not behind USB. Discovery then reads its block length (sg_readcap)."""
+    if not re.fullmatch(r"sd[a-z]+", name):
+        return False
+    if _read_int(host, f"/sys/block/{name}/removable") != 0:
+        return False
+    return "/usb" not in (host.fs.readlink(f"/sys/block/{name}") or "/usb")
 
 
 def _partitions(host: Host, name: str) -> tuple[str, ...]:
@@ -238,6 +267,42 @@ def _nvme_erase_methods(ctrl: NvmeController) -> list[str]:
     return methods
 
 
+def _sg_opcodes(host: Host, path: str) -> Opcodes:
+    """REPORT SUPPORTED OPERATION CODES; a drive that answers it with an error does not
+    support it (optional in SPC-4): nothing is known, ``listed`` False."""
+    try:
+        result = host.runner.run(["sg_opcodes", path], timeout=SG_TIMEOUT_S)
+    except (CommandNotFound, CommandTimeout):
+        raise
+    except CommandError:
+        return Opcodes(False)
+    return parse_opcodes(result.text)
+
+
+def _sg_readcap(host: Host, path: str) -> Capacity:
+    result = host.runner.run(["sg_readcap", "-l", path], timeout=SG_TIMEOUT_S)
+    return parse_readcap(result.text)
+
+
+def _scsi_erase_methods(opcodes: Opcodes) -> list[str]:
+    """``scsi-sanitize`` (the erase takes block, else crypto, else overwrite) and each
+    service action the drive lists; a drive that did not answer REPORT SUPPORTED OPERATION
+    CODES is offered ``scsi-sanitize`` (the erase tries each service action in turn, an
+    ILLEGAL REQUEST moves to the next, the record names the one that ran)."""
+    if not opcodes.listed:
+        return [SCSI_SANITIZE]
+    if not opcodes.sanitize:
+        return []
+    return [SCSI_SANITIZE, *(m for a, m in SCSI_SANITIZE_BY_ACTION.items()
+                             if a in opcodes.sanitize_actions)]
+
+
+def reformat_problem(block_size: int) -> str:
+    """The problem line of a drive the kernel shows with capacity 0 for its block length."""
+    return (f"{block_size}-byte sectors: reformat to 512 with the erase plan's "
+            "scsi_reformat_512 (the kernel shows capacity 0 until then)")
+
+
 def _id_ctrl(host: Host, ctrl: str) -> NvmeController:
     argv = ["nvme", "id-ctrl", f"/dev/{ctrl}", "-o", "json"]
     return parse_id_ctrl_json(host.runner.run(argv, timeout=NVME_TIMEOUT_S).text)
@@ -269,10 +334,14 @@ def discover(
     """Every drive ssdbench can show, with identity, capabilities and safety.
 
     Hidden unless ``include_all``: ram/zram/dm/md/sr/fd devices, nvme multipath path
-    devices, and devices of size 0 (detached loop devices, empty card readers).
+    devices, and devices of size 0 (detached loop devices, empty card readers) but a fixed
+    ``sd`` disk (a SAS drive of 520-byte blocks shows capacity 0).
     ``ata_passthrough`` (default: :func:`ata_passthrough_optins`) opts SAS/SCSI drives in
-    to ATA pass-through by serial, kernel name or path; every other SAS/SCSI drive keeps
-    the ``scsi-not-supported`` refusal.
+    to ATA pass-through by serial, kernel name or path; a SATA drive behind a SAS/SCSI layer
+    (INQUIRY vendor ``ATA``) that is not opted in keeps the ``scsi-not-supported`` refusal;
+    any other SAS/SCSI drive is asked ``sg_opcodes`` and offered ``scsi-sanitize`` (never
+    when it is protected), and one of capacity 0 is asked ``sg_readcap`` (520/528-byte
+    blocks: listed with a problem line, ``Drive.scsi_block_size``).
 
     ``only`` (kernel names) restricts discovery to those disks, and no command reaches any
     other device: lsblk and blkid are given the disks (and their partitions) to read, and
@@ -396,6 +465,9 @@ def discover(
         if not serial and transport in ("sas", "scsi"):
             serial = _vpd_serial(host, name)
         passthrough = transport in ("sas", "scsi") and bool({serial, name, path} & optins)
+        # a SATA drive behind SAT (INQUIRY vendor "ATA") keeps the ATA path (its opt-in)
+        native_scsi = (transport in ("sas", "scsi") and not passthrough
+                       and vendor.upper() != SAT_VENDOR)
         backing = None
         if transport == "loop":
             backing = _read_str(host, f"/sys/block/{name}/loop/backing_file") or None
@@ -452,6 +524,15 @@ def discover(
                 refusal.append(REFUSE_NO_IDENTIFY)
             if nvme_transport not in ("pcie", ""):
                 refusal.append(REFUSE_FABRICS)
+        scsi_capacity: Capacity | None = None
+        if native_scsi and safety.protect_reasons(host.fs, facts, name, partitions, serial):
+            refusal.append(REFUSE_PROTECTED)  # the boot disk, a mounted one: never offered
+        elif native_scsi:
+            opcodes = probe.attempt("sg_opcodes", _sg_opcodes, host, path)
+            if opcodes is not None:
+                methods = _scsi_erase_methods(opcodes)
+            if size == 0:  # sd shows 520/528-byte drives with capacity 0: ask the drive
+                scsi_capacity = probe.attempt("sg_readcap", _sg_readcap, host, path)
 
         smart: SmartSnapshot | None = None
         if transport not in ("loop", "virtio", "mmc", "other") and not smartctl_missing:
@@ -468,8 +549,11 @@ def discover(
             refusal.append(REFUSE_USB)
         elif transport in ("virtio", "loop", "mmc", "other"):
             refusal.append(REFUSE_VIRTUAL)
-        elif transport in ("sas", "scsi") and not passthrough:
+        elif transport in ("sas", "scsi") and not passthrough and not native_scsi:
             refusal.append(REFUSE_SCSI)
+        if scsi_capacity is not None and not scsi_capacity.kernel_usable:
+            probe.problems.append(ToolProblem("sg_readcap", REFORMAT_KIND,
+                                              reformat_problem(scsi_capacity.block_size)))
         if not methods and not refusal:
             refusal.append(REFUSE_NO_METHOD)
         if transport == "usb":
@@ -487,6 +571,9 @@ def discover(
             probe.problems.append(ToolProblem("lsblk", "parse", "the WWN is not an identifier: "
                                               f"{(lb.wwn if lb else '')!r:.80}"))
         reasons = safety.protect_reasons(host.fs, facts, name, partitions, serial)
+        if native_scsi and reasons and methods:  # protected by the serial smartctl gave
+            methods = []
+            refusal.append(REFUSE_PROTECTED)
         drives.append(
             Drive(
                 path=path,
@@ -524,6 +611,8 @@ def discover(
                 ata_passthrough=passthrough,
                 wwn=wwn or "",
                 place=transport_place(syspath, name),
+                scsi_block_size=None if scsi_capacity is None or scsi_capacity.kernel_usable
+                else scsi_capacity.block_size,
             )
         )
     return drives

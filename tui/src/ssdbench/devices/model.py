@@ -27,6 +27,11 @@ NVME_FORMAT_CRYPTO = "nvme-format-crypto"
 NVME_SANITIZE_BLOCK = "nvme-sanitize-block"
 NVME_SANITIZE_CRYPTO = "nvme-sanitize-crypto"
 NVME_SANITIZE_OVERWRITE = "nvme-sanitize-overwrite"
+# SAS/SCSI SANITIZE (erase/scsi.py): ``scsi-sanitize`` takes the best the drive lists
+SCSI_SANITIZE = "scsi-sanitize"
+SCSI_SANITIZE_BLOCK = "scsi-sanitize-block"
+SCSI_SANITIZE_CRYPTO = "scsi-sanitize-crypto"
+SCSI_SANITIZE_OVERWRITE = "scsi-sanitize-overwrite"
 
 ERASE_METHODS = (
     ATA_SECURITY_ERASE,
@@ -38,6 +43,10 @@ ERASE_METHODS = (
     NVME_SANITIZE_BLOCK,
     NVME_SANITIZE_CRYPTO,
     NVME_SANITIZE_OVERWRITE,
+    SCSI_SANITIZE,
+    SCSI_SANITIZE_BLOCK,
+    SCSI_SANITIZE_CRYPTO,
+    SCSI_SANITIZE_OVERWRITE,
 )
 
 # Transports (`Drive.transport`).
@@ -497,6 +506,15 @@ class Drive:
     # the kernel names of the other drives present that report the same serial (kiosk and
     # station set it: a shared serial names no drive)
     serial_shared_with: tuple[str, ...] = ()
+    # a SAS/SCSI drive formatted with blocks the kernel cannot use (520, 528: sd shows it
+    # with capacity 0), its block length from READ CAPACITY(16); None otherwise. Only the
+    # erase plan with scsi_reformat_512 can use it (docs/devices.md).
+    scsi_block_size: int | None = None
+
+    @property
+    def needs_scsi_reformat(self) -> bool:
+        """Whether only the erase plan's ``scsi_reformat_512`` makes the drive usable."""
+        return self.scsi_block_size is not None
 
     @property
     def sed_locked(self) -> bool:
@@ -567,4 +585,7 @@ class Drive:
             # only when another drive present reported the same serial
             **({"serial_shared_with": list(self.serial_shared_with)}
                if self.serial_shared_with else {}),
+            # only for a drive of 520/528-byte blocks (keeps other drives' JSON)
+            **({"scsi_block_size": self.scsi_block_size}
+               if self.scsi_block_size is not None else {}),
         }

@@ -17,6 +17,7 @@ from ssdbench.devices.sed import UNLOCK_ADVICE
 from ssdbench.erase.model import (
     ATA_SANITIZE_BLOCK,
     ATA_SANITIZE_CRYPTO,
+    SCSI_METHODS,
     AtaSecurityState,
     EraseTarget,
     NvmeCaps,
@@ -99,5 +100,6 @@ def target_from_drive(drive: Any) -> EraseTarget:
         nsid=nsid,
         sed_lock=sed_lock,
         ata_passthrough=bool(_attr(drive, "ata_passthrough", False)),
+        scsi_sanitize=bool(set(methods) & set(SCSI_METHODS)),
         identity=identity,
     )

@@ -115,6 +115,10 @@ def available_methods(
         return _available_ata(target, options)
     if transport in PASSTHROUGH_TRANSPORTS and target.ata_passthrough:
         return _available_ata(target, options)
+    if transport in scsi.SCSI_TRANSPORTS and target.scsi_sanitize:
+        # SCSI SANITIZE (erase/scsi.py): the service action is chosen when the erase starts,
+        # from what the drive lists (REPORT SUPPORTED OPERATION CODES)
+        return [scsi.SCSI_SANITIZE], ""
     return [], (
         f"transport {transport!r} (SAS/RAID/SCSI paths block ATA security commands; a SATA "
         "drive behind an HBA that passes them through can be opted in: docs/erase.md)"
@@ -265,10 +269,11 @@ def erase_drive(
     overwrite_rec: dict[str, Any] | None = None
     checked: tuple[IdentifyInfo, list[str]] | None = None
     scsi_order: list[str] = []
+    scsi_reformat: dict[str, Any] | None = None
     try:
         if chosen in scsi.SCSI_METHODS:
-            target, scsi_order, pre = scsi.prepare(host, target, chosen, options, reporter,
-                                                   reformat_to=scsi_reformat_to)
+            target, scsi_order, pre, scsi_reformat = scsi.prepare_recorded(
+                host, target, chosen, options, reporter, reformat_to=scsi_reformat_to)
             steps += pre
         if chosen in ATA_METHODS:
             # Before any marker is written: a password an earlier run left is removed, and a
@@ -347,6 +352,7 @@ def erase_drive(
         verification=verification,
         steps=tuple(steps),
         overwrite=overwrite_rec,
+        scsi_reformat=scsi_reformat,
     )
 
 

@@ -25,6 +25,11 @@ NVME_FORMAT_CRYPTO = "nvme-format-crypto"
 NVME_SANITIZE_BLOCK = "nvme-sanitize-block"
 NVME_SANITIZE_CRYPTO = "nvme-sanitize-crypto"
 NVME_SANITIZE_OVERWRITE = "nvme-sanitize-overwrite"
+# SAS/SCSI: SCSI SANITIZE through sg3_utils (erase/scsi.py)
+SCSI_SANITIZE = "scsi-sanitize"  # the best the drive has: block, else crypto, else overwrite
+SCSI_SANITIZE_BLOCK = "scsi-sanitize-block"
+SCSI_SANITIZE_CRYPTO = "scsi-sanitize-crypto"
+SCSI_SANITIZE_OVERWRITE = "scsi-sanitize-overwrite"  # one pass of zeros
 DISCARD = "discard"  # the fallback with secure=false (erase_fallback = "discard")
 # Clear by overwrite: one pass over every block (erase/overwrite.py); any drive, the
 # fallback with erase_fallback = "overwrite" or chosen by name
@@ -44,7 +49,15 @@ NVME_METHODS = (
     NVME_SANITIZE_CRYPTO,
     NVME_SANITIZE_OVERWRITE,
 )
-SECURE_METHODS = ATA_METHODS + NVME_METHODS
+# ``scsi-sanitize`` is what discovery offers and a plan asks for; the record's method is the
+# service action that ran (one of the other three)
+SCSI_METHODS = (
+    SCSI_SANITIZE,
+    SCSI_SANITIZE_BLOCK,
+    SCSI_SANITIZE_CRYPTO,
+    SCSI_SANITIZE_OVERWRITE,
+)
+SECURE_METHODS = ATA_METHODS + NVME_METHODS + SCSI_METHODS
 ALL_METHODS = (*SECURE_METHODS, OVERWRITE, DISCARD)
 
 
@@ -148,6 +161,9 @@ class EraseTarget:
     # A SAS/SCSI-transport drive the operator declared a SATA drive whose HBA passes ATA
     # commands through (discovery's per-drive opt-in): ATA methods are offered.
     ata_passthrough: bool = False
+    # A SAS/SCSI drive discovery offered ``scsi-sanitize`` (it lists a SANITIZE service
+    # action, or did not answer REPORT SUPPORTED OPERATION CODES): the erase's default
+    scsi_sanitize: bool = False
     # Everything the drive reports and the kernel sees (``Drive.identity``): the password
     # journal knows the drive by it, so twins that share a serial keep a password each.
     identity: DriveIdentity | None = None
@@ -233,6 +249,9 @@ class EraseRecord:
     verification: Verification | None = None
     steps: tuple[str, ...] = ()  # what was done, in order (human text)
     overwrite: dict[str, Any] | None = None  # the pass and its check (erase/overwrite.py)
+    # a SAS drive reformatted before its sanitize (scsi_reformat_512, erase/scsi.py):
+    # result, before/after {block_size, blocks, size_bytes, protection_type}, command, kernel
+    scsi_reformat: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -248,4 +267,5 @@ class EraseRecord:
             "verification": None if self.verification is None else self.verification.to_dict(),
             "steps": list(self.steps),
             **({} if self.overwrite is None else {"overwrite": self.overwrite}),
+            **({} if self.scsi_reformat is None else {"scsi_reformat": self.scsi_reformat}),
         }

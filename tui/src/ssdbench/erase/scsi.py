@@ -29,55 +29,38 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ssdbench.devices.errors import ParseError
+from ssdbench.devices.scsi import Capacity, Opcodes, parse_opcodes, parse_readcap
+from ssdbench.devices.scsi import lines_of as _lines
 from ssdbench.erase.hidden import rescan_kernel_view
-from ssdbench.erase.model import EraseError, EraseOptions, EraseTarget, NoEraseMethod
+from ssdbench.erase.model import (
+    SCSI_METHODS,
+    SCSI_SANITIZE,
+    SCSI_SANITIZE_BLOCK,
+    SCSI_SANITIZE_CRYPTO,
+    SCSI_SANITIZE_OVERWRITE,
+    EraseError,
+    EraseOptions,
+    EraseTarget,
+    NoEraseMethod,
+)
 from ssdbench.erase.ticker import Reporter
 from ssdbench.system import CommandError, CommandNotFound, Host
 
-SCSI_SANITIZE = "scsi-sanitize"  # the best the drive has: block, else crypto, else overwrite
-SCSI_SANITIZE_BLOCK = "scsi-sanitize-block"
-SCSI_SANITIZE_CRYPTO = "scsi-sanitize-crypto"
-SCSI_SANITIZE_OVERWRITE = "scsi-sanitize-overwrite"  # one pass of zeros
-SCSI_METHODS = (SCSI_SANITIZE, SCSI_SANITIZE_BLOCK, SCSI_SANITIZE_CRYPTO,
-                SCSI_SANITIZE_OVERWRITE)
+# the parsers and method names live with discovery and the erase model, which read them too
+__all__ = ["SCSI_METHODS", "SCSI_SANITIZE", "SCSI_SANITIZE_BLOCK", "SCSI_SANITIZE_CRYPTO",
+           "SCSI_SANITIZE_OVERWRITE", "Capacity", "Opcodes", "SenseState", "candidates",
+           "check_target", "choose", "parse_opcodes", "parse_progress", "parse_readcap",
+           "parse_requests", "prepare", "prepare_recorded", "read_capacity", "read_opcodes",
+           "reformat", "sanitize", "wait_for_progress"]
+
 ORDER = (SCSI_SANITIZE_BLOCK, SCSI_SANITIZE_CRYPTO, SCSI_SANITIZE_OVERWRITE)
 SERVICE_ACTIONS = {SCSI_SANITIZE_BLOCK: 0x02, SCSI_SANITIZE_CRYPTO: 0x03,
                    SCSI_SANITIZE_OVERWRITE: 0x01}
 SG_SANITIZE_OPTIONS = {SCSI_SANITIZE_BLOCK: ("--block",), SCSI_SANITIZE_CRYPTO: ("--crypto",),
                        SCSI_SANITIZE_OVERWRITE: ("--overwrite", "--zero")}
-SANITIZE_OPCODE, FORMAT_UNIT_OPCODE = 0x48, 0x04
 SCSI_TRANSPORTS = ("sas", "scsi")
 REFORMAT_SIZES = (512, 4096)
 SG_LIB_CAT_ILLEGAL_REQ = 5  # sg3_utils' exit status for ILLEGAL REQUEST (sg3_utils(8))
-MAX_BLOCK = 1 << 16
-MAX_LINE = 400  # longer than any line sg3_utils prints: not its output
-
-
-@dataclass(frozen=True)
-class Capacity:
-    """``sg_readcap -l``: READ CAPACITY(16)."""
-
-    blocks: int
-    block_size: int
-    protection_type: int  # 0: none; 1..3: PROT_EN set, P_TYPE + 1
-
-    @property
-    def size_bytes(self) -> int:
-        return self.blocks * self.block_size
-
-    def to_dict(self) -> dict[str, int]:
-        return {"block_size": self.block_size, "blocks": self.blocks,
-                "size_bytes": self.size_bytes, "protection_type": self.protection_type}
-
-
-@dataclass(frozen=True)
-class Opcodes:
-    """``sg_opcodes``: what REPORT SUPPORTED OPERATION CODES lists (``listed`` False: the
-    drive did not answer it, so nothing is known)."""
-
-    listed: bool
-    sanitize_actions: frozenset[int] = frozenset()
-    format_unit: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,54 +73,6 @@ class SenseState:
     @property
     def sanitize_failed(self) -> bool:
         return "sanitize command failed" in self.additional.lower()
-
-
-def _lines(text: str, tool: str) -> list[str]:
-    lines = text.splitlines()
-    if any(len(line) > MAX_LINE for line in lines):
-        raise ParseError(f"{tool}: a line of more than {MAX_LINE} characters: not its output")
-    return lines
-
-
-def parse_readcap(text: str) -> Capacity:
-    """``sg_readcap -l``'s "Number of logical blocks=N", "Logical block length=N bytes" and
-    "Protection: prot_en=N, p_type=N"."""
-    _lines(text, "sg_readcap")
-    blocks = re.search(r"Number of logical blocks=(\d{1,20})\b", text)
-    size = re.search(r"Logical block length=(\d{1,10}) bytes", text)
-    prot = re.search(r"Protection: prot_en=([01]), p_type=([0-7])\b", text)
-    if blocks is None or size is None or prot is None:
-        raise ParseError("sg_readcap: no block count, block length or protection line")
-    count, block = int(blocks.group(1)), int(size.group(1))
-    if not 0 < count < 2**64 or not 0 < block <= MAX_BLOCK:
-        raise ParseError(f"sg_readcap: {count} blocks of {block} bytes: not a drive")
-    ptype = int(prot.group(2)) + 1 if prot.group(1) == "1" else 0
-    if ptype > 3:
-        raise ParseError(f"sg_readcap: protection type {ptype} (SBC-4 knows 1 to 3)")
-    return Capacity(count, block, ptype)
-
-
-# " 48        1        10    0,0    Sanitize, overwrite" / " 04      6    0,0    Format Unit"
-_OPCODE_ROW = re.compile(r"\s*([0-9a-f]{2})(?:\s+([0-9a-f]{1,4}))?\s+(\d{1,2})\s+\d+,\d+\s+\S",
-                         re.IGNORECASE)
-
-
-def parse_opcodes(text: str) -> Opcodes:
-    """``sg_opcodes``' table: each row's opcode, service action and CDB size."""
-    lines = _lines(text, "sg_opcodes")
-    if not any(line.startswith("Opcode") for line in lines):
-        raise ParseError("sg_opcodes: no table of operation codes")
-    actions: set[int] = set()
-    format_unit = False
-    for line in lines:
-        row = _OPCODE_ROW.match(line)
-        if row is None:
-            continue
-        opcode = int(row.group(1), 16)
-        if opcode == SANITIZE_OPCODE and row.group(2) is not None:
-            actions.add(int(row.group(2), 16))
-        format_unit = format_unit or opcode == FORMAT_UNIT_OPCODE
-    return Opcodes(True, frozenset(actions), format_unit)
 
 
 def parse_progress(text: str) -> float | None:
@@ -350,9 +285,20 @@ def sanitize(host: Host, target: EraseTarget, order: list[str], options: EraseOp
 def prepare(host: Host, target: EraseTarget, method: str, options: EraseOptions,
             reporter: Reporter, *, reformat_to: int | None
             ) -> tuple[EraseTarget, list[str], list[str]]:
+    """:func:`prepare_recorded` without the record's ``scsi_reformat``."""
+    target, order, steps, _ = prepare_recorded(host, target, method, options, reporter,
+                                               reformat_to=reformat_to)
+    return target, order, steps
+
+
+def prepare_recorded(host: Host, target: EraseTarget, method: str, options: EraseOptions,
+                     reporter: Reporter, *, reformat_to: int | None
+                     ) -> tuple[EraseTarget, list[str], list[str], dict[str, Any] | None]:
     """Before the markers: the service actions to try, then, when the plan allows it
     (``scsi_reformat_512``), the reformat of a drive whose blocks the kernel cannot use.
-    Returns (the target as the kernel sees it now, the order, steps)."""
+    Returns (the target as the kernel sees it now, the order, steps, the record's
+    ``scsi_reformat``: the sizes before and after, the command, the kernel's view; None
+    without ``reformat_to``)."""
     order, steps = choose(host, target, method)
     busy = _run_parsed(host, ["sg_requests", "--progress", target.path], parse_progress)
     if busy is not None:
@@ -369,8 +315,8 @@ def prepare(host: Host, target: EraseTarget, method: str, options: EraseOptions,
             "or `--block`), or `sg_sanitize --fail` if the failed one allowed it (AUSE); "
             "then run the erase again.", method=method)
     if reformat_to is not None:
-        target, more, _ = reformat(host, target, reformat_to, options, reporter)
-        return target, order, steps + more
+        target, more, rec = reformat(host, target, reformat_to, options, reporter)
+        return target, order, steps + more, rec
     cap = read_capacity(host, target.path)
     if cap.block_size not in REFORMAT_SIZES:
         raise NoEraseMethod(
@@ -380,4 +326,4 @@ def prepare(host: Host, target: EraseTarget, method: str, options: EraseOptions,
             method=method)
     steps.append(f"{cap.block_size} bytes a block, {cap.blocks} blocks, protection type "
                  f"{cap.protection_type}: no reformat")
-    return _as_seen(target, cap), order, steps
+    return _as_seen(target, cap), order, steps, None

@@ -94,6 +94,12 @@ def check_consent(drive: Drive, plan: Plan, consent: str | None) -> None:
         reasons = "; ".join(drive.protect_reasons) or "protected"
         raise Refused(ExitCode.REFUSED,
                       f"{drive.path} is protected and is never written: {reasons}")
+    if drive.needs_scsi_reformat and not (
+            all(r.kind == "erase" for r in plan.runs) and plan.params.scsi_reformat_512):
+        raise Refused(ExitCode.REFUSED,
+                      f"{drive.path} has {drive.scsi_block_size}-byte sectors (the kernel "
+                      "shows capacity 0): only the erase plan with scsi_reformat_512 = true "
+                      "can use it (it reformats the drive to 512 first)")
     if consent is None or consent != drive.consent_id:
         given = "no --destroy was given" if consent is None else f"--destroy {consent!r} was given"
         model = f" ({drive.model})" if drive.model else ""

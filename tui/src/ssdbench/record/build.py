@@ -118,6 +118,19 @@ def verification(erase: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def reformatted(drive: Mapping[str, Any], erase: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The drive as the host sees it after a SAS reformat (``erase.scsi_reformat``, 520/528
+    -> 512: discovery saw capacity 0), else as discovery saw it."""
+    refmt = (erase or {}).get("scsi_reformat")
+    after = refmt.get("after") if isinstance(refmt, Mapping) else None
+    if refmt is None or not isinstance(after, Mapping) or refmt.get("result") != "done":
+        return drive
+    size, block = after.get("size_bytes"), after.get("block_size")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (size, block)):
+        return drive
+    return {**drive, "size_bytes": size, "logical_block_size": block}
+
+
 def _health(snapshot: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not snapshot:
         return None
@@ -194,7 +207,7 @@ def build_record(
     """The unsigned record (sign it with :func:`ssdbench.record.sign.sign_record`);
     ``host``: run.json ``host``, the machine and the drive's controller (devices/host.py)."""
     method = (erase or {}).get("method")
-    who = identity(drive, hidden)
+    who = identity(reformatted(drive, erase), hidden)
     san = sanitization_for(method, str(who["media_type"]))
     ver = verification(erase)
     result, reason = verdict(erase, error, ver)
@@ -230,6 +243,10 @@ def build_record(
                 "passes", "pattern", "pattern_detail", "seed", "bytes", "bytes_written",
                 "seconds", "mb_s", "bad_blocks", "bad_block_list")}}
                if isinstance(over, Mapping) else {}),
+            # a SAS drive reformatted (520/528 -> 512) before its SANITIZE: the sizes before
+            # and after, the command, what the kernel sees after (erase/scsi.py)
+            **({"scsi_reformat": dict(refmt)}
+               if isinstance(refmt := (erase or {}).get("scsi_reformat"), Mapping) else {}),
         },
         "hidden_areas": dict(hidden),
         "tcg_revert": None if tcg_revert is None else dict(tcg_revert),

@@ -6,7 +6,10 @@ or ATA SECURITY ERASE UNIT in enhanced mode (with the guideline's caution that
 implementations vary, hence our read-back verification); for NVMe SSDs, Purge is the
 NVMe Format command with Secure Erase Settings 1 (user data erase) or 2 (cryptographic
 erase), and the NVMe Sanitize command (block erase, crypto erase, overwrite; NVMe 1.3,
-later than Rev. 1, named by Rev. 2's reference to IEEE 2883) purges the whole subsystem.
+later than Rev. 1, named by Rev. 2's reference to IEEE 2883) purges the whole subsystem;
+for SCSI SSDs (SAS), Purge is the SCSI SANITIZE command with the BLOCK ERASE,
+CRYPTOGRAPHIC ERASE or OVERWRITE service action (Table A-8; for SCSI hard disks Table A-7
+names SANITIZE OVERWRITE and CRYPTOGRAPHIC ERASE as Purge).
 The normal-mode ATA security erase is recorded as Clear: it need not reach reallocated
 blocks nor an HPA/DCO (Seagate, openSeaChest#45). A discard (TRIM / blkdiscard) is not a
 sanitization at all: it only unmaps blocks; the data may stay readable in the flash.
@@ -21,6 +24,8 @@ CLEAR = "Clear"
 NONE = "none"
 
 GUIDELINE = "NIST SP 800-88 Rev. 1, Appendix A, Table A-8 (flash memory-based storage)"
+SCSI_GUIDELINE = ("NIST SP 800-88 Rev. 1, Appendix A, Table A-8 (flash memory-based storage: "
+                  "SCSI SSDs; Table A-7 for SCSI hard disks)")
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,16 @@ _METHODS = {
         PURGE, "NVMe Sanitize, Crypto Erase", GUIDELINE),
     "nvme-sanitize-overwrite": Sanitization(
         PURGE, "NVMe Sanitize, Overwrite", GUIDELINE),
+    "scsi-sanitize-block": Sanitization(
+        PURGE, "SCSI SANITIZE, BLOCK ERASE service action", SCSI_GUIDELINE),
+    "scsi-sanitize-crypto": Sanitization(
+        PURGE, "SCSI SANITIZE, CRYPTOGRAPHIC ERASE service action", SCSI_GUIDELINE),
+    "scsi-sanitize-overwrite": Sanitization(
+        PURGE, "SCSI SANITIZE, OVERWRITE service action (one pass of zeros)", SCSI_GUIDELINE),
+    # the method asked for; a record of a finished erase names the service action that ran
+    "scsi-sanitize": Sanitization(
+        PURGE, "SCSI SANITIZE (block erase, else cryptographic erase, else overwrite: the "
+        "service action the drive lists)", SCSI_GUIDELINE),
     "discard": Sanitization(
         NONE, "discard (TRIM / blkdiscard)", GUIDELINE,
         "a discard is not a sanitization: it only unmaps blocks and the data may remain "

@@ -122,6 +122,20 @@ def _rows(pairs: Iterable[tuple[str, Any]], mono: tuple[str, ...] = ()) -> str:
     return '<table class="kv">' + "".join(out) + "</table>"
 
 
+def _reformat_text(refmt: dict[str, Any]) -> str:
+    """``sanitization.scsi_reformat`` in words: "520 -> 512 bytes a block (32263 -> 32768
+    blocks), sg_format ..." (a record is untrusted input: anything not a mapping is "?")."""
+    def side(key: str) -> dict[str, Any]:
+        value = refmt.get(key)
+        return value if isinstance(value, dict) else {}
+
+    before, after = side("before"), side("after")
+    return (f"{before.get('block_size', '?')} -> {after.get('block_size', '?')} bytes a block "
+            f"({before.get('blocks', '?')} -> {after.get('blocks', '?')} blocks), "
+            f"{refmt.get('result', '?')}"
+            + (f": {refmt['command']}" if refmt.get("command") else ""))
+
+
 def _pairs(pairs: list[tuple[str, Any]]) -> str:
     """Label-value pairs two to a line (the organisation's block: the operator's fields, the
     lab's own fields after them, and the page stays one A4 page); a long value wraps."""
@@ -270,6 +284,8 @@ def certificate_html(record: Mapping[str, Any], *, record_sha256: str) -> str:
             ("Bytes written", f"{over.get('bytes_written')} of {over.get('bytes')}"),
             ("Write speed", f"{over.get('mb_s')} MB/s in {over.get('seconds')} s"),
             ("Bad blocks (skipped)", over.get("bad_blocks"))], mono=("Pattern seed",)))
+    if isinstance(refmt := san.get("scsi_reformat"), dict):  # SAS 520/528 -> 512 first
+        parts.append(_rows([("Reformatted before the erase", _reformat_text(refmt))]))
     if notes:
         parts.append("<ul>" + "".join(f"<li>{_h(n)}</li>" for n in notes) + "</ul>")
     before = _before_erase(record)

@@ -129,6 +129,10 @@ ERASE_SHORT = {
     "nvme-sanitize-block": "san-blk",
     "nvme-sanitize-crypto": "san-cry",
     "nvme-sanitize-overwrite": "san-ovw",
+    "scsi-sanitize": "scsi-san",
+    "scsi-sanitize-block": "san-blk",
+    "scsi-sanitize-crypto": "san-cry",
+    "scsi-sanitize-overwrite": "san-ovw",
 }
 
 
