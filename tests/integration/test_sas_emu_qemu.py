@@ -216,6 +216,7 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
     assert rec["result"]["status"] == "PASS", rec["result"]
     assert (san["method"], san["category"]) == ("scsi-sanitize-block", "Purge"), san
     assert "SCSI SANITIZE, BLOCK ERASE" in san["technique"]
+    assert "version" in (rec["tools"].get("sg3_utils") or ""), rec["tools"]  # its tools' own
     refmt = san["scsi_reformat"]
     assert refmt["result"] == "done", refmt
     assert refmt["before"] == {"block_size": 520, "blocks": 32263, "size_bytes": 32263 * 520,

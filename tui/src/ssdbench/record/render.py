@@ -35,7 +35,7 @@ _CSS = """
 * { box-sizing: border-box; }
 body { font-family: "DejaVu Sans", "Liberation Sans", Arial, sans-serif; font-size: 10pt;
        color: #111; margin: 0 auto; max-width: 190mm; line-height: 1.35; }
-header { display: flex; justify-content: space-between; align-items: flex-start;
+header { display: flex; justify-content: space-between; align-items: flex-start; gap: 4mm;
          border-bottom: 2px solid #111; padding-bottom: 6px; margin-bottom: 10px; }
 h1 { font-size: 17pt; margin: 0 0 2px 0; }
 .sub { color: #444; font-size: 9pt; }

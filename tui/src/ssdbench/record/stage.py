@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ssdbench import jsonfile
 from ssdbench.erase.hidden import ata_hidden_areas, nvme_hidden_capacity, restore_native_max
 from ssdbench.erase.psid import PsidError, psid_revert
+from ssdbench.erase.scsi import SCSI_TRANSPORTS
 from ssdbench.grade.capacity import drive_capacity
 from ssdbench.record.build import FAIL, build_record, people_of
 from ssdbench.record.chain import link_seal_write
@@ -63,6 +64,8 @@ def tool_versions(ctx: RunContext, transport: str) -> dict[str, Any]:
         tools["hdparm"] = _version(ctx.host, ["hdparm", "-V"])
     if transport == "nvme":
         tools["nvme-cli"] = _version(ctx.host, ["nvme", "version"])
+    if transport in SCSI_TRANSPORTS:  # sg_sanitize, sg_format: one package, one version
+        tools["sg3_utils"] = _version(ctx.host, ["sg_sanitize", "--version"])
     return tools
 
 
