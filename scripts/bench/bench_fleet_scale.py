@@ -352,7 +352,7 @@ def main_s3(tmp: Path) -> int:
 
 
 def main() -> int:
-    if os.environ.get("FLEET_STORE") == "s3" and not SMOKE:
+    if os.environ.get("FLEET_STORE") == "s3":
         keep = os.environ.get("FLEET_DIR")
         tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="bench-fleet-s3-"))
         try:

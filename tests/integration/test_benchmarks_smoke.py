@@ -17,6 +17,7 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 # one figure of each benchmark (docs/benchmarks.md)
 FIGURES = ("analysis_24h_seconds", "fleet_seconds", "fleet_scale_incremental_seconds",
+           "fleet_scale_s3_incremental_seconds",
            "overhead_iops_ratio",
            "parse_24h_seconds", "report_seconds", "report_charts", "sampler_edge_bracket_ms_max",
            "simdrive_pacing_1000_fio_iops", "simdrive_ceiling_iops", "overwrite_vs_fio")
