@@ -348,6 +348,12 @@ class StoreSource:
         self.cache: Path | None = None  # begin(): where each bench's listing is kept
         self.use_index = True
         self.listed_whole: list[str] = []  # benches listed whole by the last benches()
+        self._pool: ThreadPoolExecutor | None = None  # fetch()'s, until close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def begin(self, cache: Path, *, use_index: bool) -> None:
         """Called by :func:`build`: the output folder's cache, and whether to use it."""
@@ -545,8 +551,11 @@ class StoreSource:
             except Exception as exc:  # StoreError, or a client library's own
                 return fleet._failing(f"the store: {exc}")
 
-        with ThreadPoolExecutor(self.workers) as pool:
-            return dict(zip(keys, pool.map(one, keys), strict=True))
+        if len(keys) == 1:
+            return {keys[0]: one(keys[0])}
+        if self._pool is None:  # one pool for the build: its threads and connections stay
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="fleet-get")
+        return dict(zip(keys, self._pool.map(one, keys), strict=True))
 
     def read_index(self, segment: str) -> bytes | None:
         from ssdbench.lab.store import StoreError
@@ -697,6 +706,17 @@ def build(source: Source, out: Path, *, now: datetime | None = None,
     """Read ``source`` (through its index and the output folder's cache when
     ``use_index``), write ``out``/fleet.csv and the search pages, and return what
     fleet.html shows (:func:`fleet.fleet_html`)."""
+    try:
+        return _build(source, out, now=now, silent_after_s=silent_after_s,
+                      use_index=use_index, newest=newest)
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:  # a store's fetch threads end with the build
+            close()
+
+
+def _build(source: Source, out: Path, *, now: datetime | None, silent_after_s: float,
+           use_index: bool, newest: int) -> Result:
     from ssdbench.results import atomic
 
     now = now or datetime.now(UTC)
