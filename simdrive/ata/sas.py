@@ -156,6 +156,14 @@ class SelfTest:
     start: float
     seconds: float
 
+    def progress(self) -> int:
+        """REQUEST SENSE's progress indication while it runs (NO SENSE, 04h/09h LOGICAL UNIT
+        NOT READY, SELF-TEST IN PROGRESS, with the progress: what smartctl 7.5 prints as
+        "Self-test execution status: N% of test remaining" and sg_requests --progress)."""
+        if self.seconds <= 0:
+            return 0xFFFF
+        return min(0xFFFF, int(0x10000 * (time.monotonic() - self.start) / self.seconds))
+
 
 class SasTarget:
     """Answers the SCSI commands of one LUN as a SAS SSD; the data and non-volatile state
@@ -291,6 +299,9 @@ class SasTarget:
             out = sense(NOT_READY, *code, progress=self.operation.progress(), descriptor=desc)
         elif self.drive.nv.sanitize_failed:
             out = sense(MEDIUM_ERROR, *SANITIZE_FAILED, descriptor=desc)
+        elif self.self_test is not None:
+            out = sense(NO_SENSE, *SELF_TEST_IN_PROGRESS, progress=self.self_test.progress(),
+                        descriptor=desc)
         else:
             out = sense(NO_SENSE, 0, 0, descriptor=desc)
         return Reply(GOOD, out[: cdb[4]])

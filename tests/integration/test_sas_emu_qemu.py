@@ -5,8 +5,10 @@ One boot: a SAS SSD formatted at 520 bytes a block (as storage arrays leave them
 sd with capacity 0; sg_inq, sg_vpd, sg_readcap and smartctl read it through /dev/sgN;
 `ssdbench list` shows it with its problem line and ``scsi-sanitize``; the product path,
 `ssdbench run DEV --plan erase --set scsi_reformat_512=true`, reformats it to 512 and
-sanitizes it with verification into a PASS record that says Purge and both sizes;
-sg_format and sg_sanitize by hand show REQUEST SENSE's progress, a read refused meanwhile,
+sanitizes it with verification into a PASS record that says Purge and both sizes; smartctl's
+self-test by hand (started, in progress with REQUEST SENSE's progress, logged, an extended one
+aborted) and the grade plan's self-test (`ssdbench run DEV --plan grade --set
+self_test=short`: ran, passed, graded reuse); sg_format and sg_sanitize by hand show REQUEST SENSE's progress, a read refused meanwhile,
 the data gone after, and sanitize failure mode. With SSDBENCH_SAVE_SAS_CAPTURES=1 the tools'
 outputs and a support bundle of the 520-byte drive are copied to tests/data/sas-emu/ (the
 parser and discovery tests' captures).
@@ -25,6 +27,7 @@ from typing import Any
 import pytest
 
 from simdrive.ata.drive import AtaDrive, Config
+from ssdbench.grade.selftest import parse_scsi_self_test_log
 from tests.integration.qemu_helper import GuestRun, run_guest
 from tests.schema_check import check_json
 
@@ -96,6 +99,31 @@ def plan_erase(out: str, *params: str) -> str:
             f'--results /run/out/{out} {sets} > {out}.txt 2>&1; echo "{out} rc=$?"')
 
 
+def self_test_by_hand() -> list[str]:
+    """smartctl -t short (SEND DIAGNOSTIC) and its log (LOG SENSE 10h) before, while it runs
+    (with sg_requests --progress) and after; then -t long aborted by -X."""
+    return [
+        'smartctl -j -l selftest "$sg" > smartctl-selftest-before.json 2>&1',
+        'smartctl -j -t short "$sg" > smartctl-t-short.json 2>&1; echo "selftest-t rc=$?"',
+        'smartctl -j -l selftest "$sg" > smartctl-selftest-running.json 2>&1',
+        'smartctl -l selftest "$sg" > smartctl-selftest-running.txt 2>&1',
+        'sg_requests --progress "$sg" > sg_requests-selftest.txt 2>&1',
+        'n=0; while [ $n -lt 60 ] && smartctl -j -l selftest "$sg" | grep -q \'"value": 15\';'
+        ' do sleep 1; n=$((n+1)); done; echo "selftest polls=$n"',
+        'smartctl -j -l selftest "$sg" > smartctl-selftest-after.json 2>&1',
+        'smartctl -j -t long "$sg" > smartctl-t-long.json 2>&1',
+        'smartctl -j -X "$sg" > smartctl-X.json 2>&1; echo "selftest-X rc=$?"',
+        'smartctl -j -l selftest "$sg" > smartctl-selftest-aborted.json 2>&1',
+    ]
+
+
+def plan_grade(out: str, *params: str) -> str:
+    """The product path, read-only: `ssdbench run DEV --plan grade` (no consent needed)."""
+    sets = " ".join(f"--set {p}" for p in params)
+    return (f'{PY} -m ssdbench run "$dev" --plan grade --results /run/out/{out} {sets}'
+            f' > {out}.txt 2>&1; echo "{out} rc=$?"')
+
+
 def plan_file(run: GuestRun, out: str, name: str) -> Path:
     found = list((run.share_dir / out).rglob(name))
     assert len(found) == 1, (name, run.read(f"{out}.txt")[-3000:])
@@ -116,7 +144,10 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
     without the plan's reformat, then `ssdbench run --plan erase --set
     scsi_reformat_512=true` reformats it to 512 and sanitizes (block erase, chosen from
     REPORT SUPPORTED OPERATION CODES) with markers verified, into a PASS record that says
-    Purge and both sizes; sg_format takes it to 4096 by hand;
+    Purge and both sizes; a short self-test by hand (12 s: running, its progress in REQUEST
+    SENSE, then logged Completed) and an extended one aborted with smartctl -X; the grade plan's
+    short self-test ran and passed and the healthy drive is graded reuse with no reason;
+    sg_format takes it to 4096 by hand;
     a block erase by sg_sanitize with its progress; an overwrite that fails (the drive is
     made so) leaves failure mode, which sg_sanitize --fail ends (AUSE); ssdbench's overwrite
     fails the same way and says so, its next erase is refused naming failure mode, a crypto
@@ -127,7 +158,7 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
     AtaDrive.create(share / "drive", Config(
         serial=SERIAL, model="SSDBENCH SAS EMU", firmware="S044", size_bytes=SIZE,
         personality="sas", block_size=520, sanitize_seconds=4.0, format_seconds=3.0,
-        self_test_seconds=5.0, failing_sanitize=["overwrite"]))
+        self_test_seconds=12.0, failing_sanitize=["overwrite"]))
     run = boot(work, timeout_s=900.0, body="\n".join([
         'cat /sys/block/$name/size > size-520.txt',
         'dmesg | grep -i "sector size" > dmesg-520.txt',
@@ -152,6 +183,11 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
         'cat /sys/block/$name/size > size-512.txt',
         'cat /sys/block/$name/queue/logical_block_size > lbs-512.txt',
         'sg_readcap -l "$sg" > sg_readcap-512.txt 2>&1',
+        # the self-test by hand (#44): smartctl's SCSI JSON before, as it starts, while it
+        # runs (and REQUEST SENSE's progress), after; an extended one aborted with -X
+        *self_test_by_hand(),
+        # the product path: the grade plan with a short self-test
+        plan_grade("grade", "self_test=short"),
         # sg_format by hand: 512 -> 4096, its progress in REQUEST SENSE, then the rescan
         'sg_format --format --size=4096 --quick --early "$sg" > sg_format.txt 2>&1;'
         ' echo "sg_format rc=$?"',
@@ -235,6 +271,32 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
     assert "FORMAT UNIT: 520 -> 512" in emu and "SANITIZE BLOCK: started" in emu
     assert run.read("size-512.txt").strip() == str(SIZE // 512)
     assert run.read("lbs-512.txt").strip() == "512"
+    # the self-test by hand: started (SEND DIAGNOSTIC), in progress in the log with
+    # REQUEST SENSE's progress, then a new entry that passed; an extended one aborted by -X
+    assert "selftest-t rc=0" in log, run.read("smartctl-t-short.json")
+    before = parse_scsi_self_test_log(run.read("smartctl-selftest-before.json"))
+    running = parse_scsi_self_test_log(run.read("smartctl-selftest-running.json"))
+    after = parse_scsi_self_test_log(run.read("smartctl-selftest-after.json"))
+    assert running.running and running.entries[0].kind == "short", running
+    assert "Progress indication" in run.read("sg_requests-selftest.txt")
+    assert not after.running and after.signature != before.signature, (before, after)
+    assert after.latest is not None and after.latest.passed is True, after
+    assert "selftest-X rc=0" in log, run.read("smartctl-X.json")
+    aborted = parse_scsi_self_test_log(run.read("smartctl-selftest-aborted.json"))
+    assert (aborted.entries[0].kind, aborted.entries[0].result) == ("extended", 1), aborted
+    # the grade plan's self-test: run, passed, and the grade says nothing against it
+    assert "grade rc=0" in log, run.read("grade.txt")[-3000:]
+    graded = json.loads(plan_file(run, "grade", "run.json").read_text())
+    st = graded["self_test"]
+    assert st["ran"] is True and st["kind"] == "short", st
+    # polled every 5 s: the log's entry in progress and REQUEST SENSE's percentage
+    assert re.search(r"self-test running +\d+\.\d% eta ", run.read("grade.txt")), \
+        run.read("grade.txt")
+    assert "sg_requests --progress" in plan_file(run, "grade", "log.txt").read_text()
+    assert st["result"]["passed"] is True and st["result"]["status"] == "Completed", st
+    assert graded["grade"]["grade"] == "reuse", graded["grade"]
+    assert not [r for r in graded["grade"]["reasons"] if r["counter"] == "self_test"], graded
+    assert graded["grade"]["inputs"]["self_test"]["passed"] is True, graded["grade"]["inputs"]
     # sg_format by hand to 4096, with progress
     assert "sg_format rc=0" in log, run.read("sg_format.txt")
     assert "Progress indication" in run.read("progress-format.txt")
@@ -267,7 +329,10 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
             "sg_requests-progress-idle.txt", "sg_requests-idle.txt", "sg_requests-failed.txt",
             "sg_requests-after-exit.txt", "smartctl-a.json", "smartctl-a.txt",
             "smartctl-after.json", "sg_format.txt", "progress-format.txt", "progress-block.txt",
-            "sanitize-block.txt")
+            "sanitize-block.txt", "smartctl-selftest-before.json", "smartctl-t-short.json",
+            "smartctl-selftest-running.json", "smartctl-selftest-running.txt",
+            "sg_requests-selftest.txt", "smartctl-selftest-after.json", "smartctl-t-long.json",
+            "smartctl-X.json", "smartctl-selftest-aborted.json")
     if os.environ.get("SSDBENCH_SAVE_SAS_CAPTURES"):  # refresh tests/data/sas-emu/
         CAPTURES.mkdir(parents=True, exist_ok=True)
         for name in keep:

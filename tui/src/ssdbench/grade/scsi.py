@@ -151,7 +151,9 @@ def _error_counters(obj: dict[str, Any]) -> tuple[ErrorCounters, ...]:
     return tuple(out)
 
 
-def _self_tests(obj: dict[str, Any]) -> tuple[ScsiSelfTest, ...]:
+def scsi_self_tests(obj: dict[str, Any]) -> tuple[ScsiSelfTest, ...]:
+    """``scsi_self_test_0`` .. ``scsi_self_test_19`` of smartctl's JSON (``obj``), the most
+    recent first (the self-test stage's ``smartctl -j -l selftest`` and the health read)."""
     out = []
     for number in range(20):  # the self-test results page holds twenty entries
         key = f"scsi_self_test_{number}"
@@ -211,6 +213,6 @@ def parse_scsi_health(obj: dict[str, Any]) -> ScsiHealth:
                                   "accumulated_start_stop_cycles", U32),
         load_unload_cycles=counter(cycles.get("accumulated_load_unload_cycles"),
                                    "accumulated_load_unload_cycles", U32),
-        self_tests=_self_tests(obj),
+        self_tests=scsi_self_tests(obj),
         exceptions_enabled=enabled if isinstance(
             enabled := dig(obj, "smart_support", "enabled"), bool) else None)

@@ -1,6 +1,8 @@
 """The drive's own self-test: ATA SMART short / extended (``smartctl -t``, polled with
-``smartctl -c``) and the NVMe device self-test (``nvme device-self-test``, polled with
-``nvme self-test-log``), parsed into frozen dataclasses (docs/grading.md "Self-tests").
+``smartctl -c``), the NVMe device self-test (``nvme device-self-test``, polled with
+``nvme self-test-log``) and the SAS/SCSI background self-test (``smartctl -t``: SEND
+DIAGNOSTIC; polled with ``smartctl -l selftest``: the self-test results log page), parsed
+into frozen dataclasses (docs/grading.md "Self-tests").
 
 Every value is untrusted: a status that cannot be read is a ParseError naming the tool.
 """
@@ -12,8 +14,9 @@ from typing import Any
 
 from ssdbench.devices.errors import ParseError
 from ssdbench.devices.nvme import load_json_object
-from ssdbench.devices.smart import dig
+from ssdbench.devices.smart import counter, dig
 from ssdbench.grade.counters import SELF_TEST_FAILED, SelfTest, whole
+from ssdbench.grade.scsi import U32, ScsiSelfTest, scsi_self_tests
 
 # the ATA self-test execution status's upper nibble (ATA8-ACS SMART READ DATA byte 363)
 ATA_RUNNING = 15
@@ -109,3 +112,47 @@ def parse_nvme_self_test_log(text: str) -> NvmeSelfTestState:
                           whole(e.get("poweronhours")))
         break
     return NvmeSelfTestState(op != 0, op, done if op != 0 else None, latest)
+
+
+# SPC self-test results log: result 15 is the entry of the test running now
+SCSI_RUNNING = 15
+
+
+@dataclass(frozen=True)
+class ScsiSelfTestLog:
+    """``smartctl -j -l selftest`` of a SAS/SCSI drive: its self-test results log (LOG SENSE
+    page 10h, twenty entries at most, the most recent first; the one running now has result
+    15) and the extended test's length from the control mode page (smartctl writes it only
+    when the drive gives one, and only with a log that has entries)."""
+
+    entries: tuple[ScsiSelfTest, ...]
+    extended_seconds: int | None
+
+    @property
+    def running(self) -> bool:
+        return bool(self.entries) and self.entries[0].result == SCSI_RUNNING
+
+    @property
+    def signature(self) -> tuple[tuple[str, int, int | None], ...]:
+        """What tells one state of the log from another: a new entry shifts every entry
+        down (twenty identical entries at the same power-on hour would hide it)."""
+        return tuple((e.kind, e.result, e.power_on_hours) for e in self.entries)
+
+    @property
+    def latest(self) -> SelfTest | None:
+        """The newest entry as the grade takes it (None: an empty log, or a test running)."""
+        if not self.entries or self.running:
+            return None
+        e = self.entries[0]
+        return SelfTest(e.kind, e.passed, e.status or f"result {e.result}", e.power_on_hours)
+
+
+def parse_scsi_self_test_log(text: str) -> ScsiSelfTestLog:
+    """smartctl 7.x's JSON: ``scsi_self_test_0`` .. ``_19`` and
+    ``scsi_extended_self_test_seconds``. A member of the wrong shape or a number no drive
+    reports is a ParseError; no entries is an empty log (a drive never tested, or one whose
+    log page smartctl could not read)."""
+    obj = load_json_object(text, "smartctl -l selftest")
+    seconds = counter(obj.get("scsi_extended_self_test_seconds"),
+                      "scsi_extended_self_test_seconds", U32)
+    return ScsiSelfTestLog(scsi_self_tests(obj), seconds or None)
