@@ -194,7 +194,7 @@ def test_quick_plan_in_tmux_at_80x25(loop_device: str,
     for _ in range(40):
         s = screen.text()
         if highlighted in s:
-            time.sleep(1)  # and still there once a key in flight (a rare race) is done
+            screen.settled()  # and still there once a key in flight (a rare race) is done
             s = screen.text()
             if highlighted in s:
                 break

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,13 @@ def write(t: SasTarget, lba: int, data: bytes) -> Reply:
     return t(cdb(0x8A, 0, *lba.to_bytes(8, "big"), *count.to_bytes(4, "big"), 0, 0), data)
 
 
+def until(done: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Poll the emulated drive until ``done()`` (its operation runs on the wall clock)."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, "the emulated drive's operation never ended"
+        time.sleep(0.02)
+
 def test_inquiry_and_vpd_pages(tmp_path: Path) -> None:
     _, t = new(tmp_path, serial="SAS123", model="SSDBENCH SAS EMU", firmware="S044")
     std = t(cdb(0x12, 0, 0, 0, 96, 0), b"").data
@@ -138,7 +146,7 @@ def test_a_520_byte_drive_reformatted_to_512_with_progress(tmp_path: Path) -> No
     s = request_sense(t)
     assert (s[2], s[12], s[13]) == (NOT_READY, 0x04, 0x04) and s[15] & 0x80  # SKSV
     assert key(read(t, 0, 1)) == (NOT_READY, 0x04, 0x04)
-    time.sleep(0.35)
+    until(lambda: request_sense(t)[2] == 0)  # the format's 0.3 s, by the drive's clock
     assert request_sense(t)[2] == 0 and request_sense(t)[15] == 0  # done: no progress
     assert read_capacity16(t) == (SIZE // 512, 512, 0)
     assert read(t, 0, 8).data == bytes(8 * 512)  # the format zeroed the medium
@@ -180,7 +188,7 @@ def test_sanitize_erases_with_progress_and_refuses_media_access_meanwhile(
     assert key(read(t, 7, 1)) == (NOT_READY, 0x04, 0x1B)
     assert key(t(cdb(0x00, length=6), b"")) == (NOT_READY, 0x04, 0x1B)  # TEST UNIT READY
     assert key(sanitize(t, 0x02)) == (NOT_READY, 0x04, 0x1B)  # one at a time
-    time.sleep(0.35)
+    until(lambda: read(t, 7, 1).status == GOOD)  # the sanitize's 0.3 s
     assert read(t, 7, 1).data == expect
 
 
@@ -256,7 +264,7 @@ def test_background_self_test_logged_with_the_profile_result(tmp_path: Path) -> 
     _, t = new(tmp_path, smart="worn", self_test_seconds=0.2)
     assert t(cdb(0x1D, 0x20, 0, 0, 0, 0), b"").status == GOOD  # background short
     assert log_page(t, 0x10)[1][0] == (1 << 5) | 0x0F  # in progress
-    time.sleep(0.25)
+    until(lambda: log_page(t, 0x10)[1][0] != (1 << 5) | 0x0F)  # the test's 0.2 s
     first = log_page(t, 0x10)[1]
     assert first[0] == (1 << 5) | 7 and int.from_bytes(first[4:12], "big") == 0x1234
     assert first[12:15] == bytes([MEDIUM_ERROR, 0x11, 0x00])
