@@ -21,8 +21,9 @@ import pytest
 
 from ssdbench.lab import fleet, fleetindex
 from ssdbench.lab.config import StoreConfig, parse_store
+from ssdbench.lab.sentfile import FLEET_FILES
 from ssdbench.lab.store import StoreError
-from ssdbench.lab.uploader import FLEET_FILES, JOURNAL, StoreUploader
+from ssdbench.lab.uploader import JOURNAL, StoreUploader
 from tests.conftest import DATA
 
 NOW = datetime(2026, 11, 25, 8, 0, 0, tzinfo=UTC)
@@ -102,7 +103,7 @@ def sent_lines(store: MemoryS3, bench: str = "bench-07") -> list[str]:
 
 
 def test_the_uploader_writes_each_sent_key_with_its_etag() -> None:
-    assert frozenset(fleet.WANTED) == FLEET_FILES  # the uploader's copy of the build's list
+    assert fleet.WANTED == FLEET_FILES  # the uploader writes what the build reads
 
 
 def test_a_sent_file_has_every_wanted_key_with_the_etag_a_listing_gives(

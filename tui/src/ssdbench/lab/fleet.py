@@ -27,11 +27,12 @@ from typing import Any
 
 from ssdbench.devices.host import describe as describe_host
 from ssdbench.grade.capacity import FAKE_VERDICTS
+from ssdbench.lab.sentfile import FLEET_FILES
 from ssdbench.lab.store import Store
 from ssdbench.report.summary import authenticity_cells
 from ssdbench.untrusted import csv_row, visible
 
-WANTED = ("status.json", "run.json", "drive.json", "erase-record.json", "record-chain.json")
+WANTED = FLEET_FILES  # the files a build reads (lab/sentfile.py: the uploader's too)
 SILENT_AFTER_S = 120.0
 CSV_COLUMNS = ("bench", "model", "firmware", "serial", "run_id", "run", "state", "trim_verdict",
                "steady_iops", "steady_iops_stddev", "erase_method", "erase_verified",

@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ssdbench.grade.capacity import FAKE_VERDICTS
-from ssdbench.lab import fleet
+from ssdbench.lab import fleet, sentfile
+from ssdbench.lab.sentfile import SENT_DIR
 from ssdbench.untrusted import csv_cell, visible
 
 INDEX_DIR = "_fleet"
@@ -283,19 +284,9 @@ class FolderSource:
         atomic.write_bytes(self._index(segment), data, root=self.index.parent)
 
 
-SENT_DIR = f"{INDEX_DIR}/sent"  # <prefix>/_fleet/sent/<bench>/<YYYYMMDD>.txt (uploader)
 SENT_LIMIT = 64 << 20  # bytes of one sent file
 SENT_FORMAT = "ssdbench fleet sent 1"
 _SENT_DAY = re.compile(r"^([0-9]{8})\.txt$")
-# a sent file's text: control and invisible characters (a tab and a line break end a cell
-# and a line), a backslash
-_SENT_BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e"
-                       "\u2060-\u2069\ufeff\\\\]")
-# every line <rel>\t<tag>: rel a path below the bench (no empty, . or .. part, no leading
-# /), ending in a file the build reads
-_SENT_FILE = re.compile(
-    r"(?:(?:(?!\.\.?/)[^/\t\n]+/)*(?:" + "|".join(re.escape(n) for n in fleet.WANTED)
-    + r")\t[^\t\n]+\n)*")
 
 
 class SentFileError(ValueError):
@@ -314,12 +305,12 @@ def parse_sent(blob: bytes, limit: int | None = None) -> dict[str, str]:
         text = blob.decode("utf-8")
     except UnicodeDecodeError:
         raise SentFileError("not UTF-8 text") from None
-    bad = _SENT_BAD.search(text)
+    bad = sentfile.BAD.search(text)
     if bad:
         raise SentFileError(f"a control or invisible character or a backslash at "
                             f"{bad.start()}")
-    if _SENT_FILE.fullmatch(text) is None:
-        at = _SENT_FILE.match(text)
+    if sentfile.LINES.fullmatch(text) is None:
+        at = sentfile.LINES.match(text)
         line = text[at.end() if at else 0:].partition("\n")[0]
         raise SentFileError("a line that is not <file below the bench>\\t<ETag> of a "
                             f"file the build reads: {visible(line)[:120]!r}")

@@ -40,18 +40,13 @@ from typing import Any
 
 from ssdbench import jsonfile
 from ssdbench.lab.config import StoreConfig, scrub
+from ssdbench.lab.sentfile import FLEET_FILES, SENT_DIR, line_ok
 from ssdbench.lab.store import Store, StoreError, content_type
 from ssdbench.results import atomic
 from ssdbench.untrusted import path_part
 
 JOURNAL = "store-journal.json"
-# what was sent, for the fleet build: <prefix>/_fleet/sent/<bench>/<YYYYMMDD>.txt
-SENT_DIR = "_fleet/sent"
 SENT_KEEP = 1 << 20  # bytes of today's sent file kept in the journal
-# the files the fleet build reads (lab/fleet.py WANTED; not imported: the kiosk needs none
-# of the fleet page)
-FLEET_FILES = frozenset(("status.json", "run.json", "drive.json", "erase-record.json",
-                         "record-chain.json"))
 # status.json as last sent or tried, beside the results (RAM, the stick): what a store that
 # refuses the bench (wrong keys) never sees, an operator reads there
 STATUS_COPY = "store-status.json"
@@ -124,20 +119,6 @@ class Backoff:
     def reset(self) -> None:
         self.retry_at = None
         self.delay = self.first_s
-
-
-_SENT_BAD = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e"
-                       "\u2060-\u2069\ufeff\\\\]")
-
-
-def _sent_line_ok(line: str) -> bool:
-    """A line as the fleet build takes it (lab/fleetindex.py): ``<rel>\t<tag>``, the rel a
-    path below the bench ending in a file it reads."""
-    rel, tab, tag = line.partition("\t")
-    parts = rel.split("/")
-    return (bool(tab) and bool(tag) and "\t" not in tag and not _SENT_BAD.search(line)
-            and parts[-1] in FLEET_FILES and "" not in parts and "." not in parts
-            and ".." not in parts)
 
 
 class StoreUploader:
@@ -230,7 +211,7 @@ class StoreUploader:
         pending = doc.get("fleet_pending")
         if self.fleet and isinstance(pending, list):
             self.fleet_pending = [line for line in pending if isinstance(line, str)
-                                  and _sent_line_ok(line)]
+                                  and line_ok(line)]
         written = doc.get("fleet_written")
         if (self.fleet and isinstance(written, list) and len(written) == 2
                 and all(isinstance(x, str) for x in written)):
@@ -324,7 +305,7 @@ class StoreUploader:
         if rel.rpartition("/")[2] not in FLEET_FILES or not isinstance(tag, str):
             return
         line = f"{rel}\t{tag}"
-        if _sent_line_ok(line):
+        if line_ok(line):
             self.fleet_pending.append(line)
 
     @property
