@@ -227,8 +227,8 @@ def test_prepare_refuses_a_520_byte_drive_without_the_plans_consent() -> None:
     idle_drive(runner)
     runner.add(["sg_readcap", "-l", DEV], capture("sg_readcap-520.txt"))
     with pytest.raises(NoEraseMethod, match="scsi_reformat_512"):
-        scsi.prepare(host_of(runner), sas_target(), "scsi-sanitize", EraseOptions(clock=clock),
-                     reporter([], clock), reformat_to=None)
+        scsi.prepare_recorded(host_of(runner), sas_target(), "scsi-sanitize",
+                              EraseOptions(clock=clock), reporter([], clock), reformat_to=None)
 
 
 def test_prepare_refuses_a_drive_in_sanitize_failure_mode() -> None:
@@ -237,8 +237,8 @@ def test_prepare_refuses_a_drive_in_sanitize_failure_mode() -> None:
     runner.add(["sg_requests", "--progress", DEV], "")
     runner.add(["sg_requests", DEV], stderr=capture("sg_requests-failed.txt"))
     with pytest.raises(EraseError, match="sanitize failure mode"):
-        scsi.prepare(host_of(runner), sas_target(size=1 << 24), "scsi-sanitize",
-                     EraseOptions(clock=clock), reporter([], clock), reformat_to=None)
+        scsi.prepare_recorded(host_of(runner), sas_target(size=1 << 24), "scsi-sanitize",
+                              EraseOptions(clock=clock), reporter([], clock), reformat_to=None)
 
 
 def test_prepare_of_a_512_byte_drive_whose_opcodes_are_not_reported() -> None:
@@ -246,9 +246,10 @@ def test_prepare_of_a_512_byte_drive_whose_opcodes_are_not_reported() -> None:
     runner.add(["sg_opcodes", DEV], returncode=5, stderr="Illegal request")
     idle_drive(runner)
     runner.add(["sg_readcap", "-l", DEV], capture("sg_readcap-512.txt"))
-    target, order, steps = scsi.prepare(host_of(runner), sas_target(), "scsi-sanitize",
-                                        EraseOptions(clock=clock), reporter([], clock),
-                                        reformat_to=None)
+    target, order, steps, rec = scsi.prepare_recorded(
+        host_of(runner), sas_target(), "scsi-sanitize", EraseOptions(clock=clock),
+        reporter([], clock), reformat_to=None)
+    assert rec is None  # no reformat asked for: nothing for the record
     assert order == list(scsi.ORDER) and target.size_bytes == 16 << 20
     assert "not answered" in steps[0]
 

@@ -32,6 +32,7 @@ from ssdbench.erase.model import (
     EraseError,
     EraseOptions,
     EraseTarget,
+    StallWatch,
 )
 from ssdbench.erase.ticker import Reporter, Ticker
 from ssdbench.system import CommandError, Host
@@ -328,8 +329,7 @@ def sanitize(
     clock = options.clock
     start = clock.monotonic()
     limit = options.sanitize_timeout_s or float(erase_timeout_s(None, target.size_bytes))
-    last_fraction: float | None = None
-    last_change = start
+    watch = StallWatch(options.sanitize_stall_s, start)
     while True:
         res = host.runner.run(
             ["hdparm", "--sanitize-status", target.path], ok_codes=range(256), timeout=30.0
@@ -343,12 +343,11 @@ def sanitize(
                 method=method,
             )
         if status.state == "SD2":
-            if status.fraction != last_fraction:
-                last_fraction, last_change = status.fraction, now
-            elif now - last_change >= options.sanitize_stall_s:
+            stuck = watch.stalled_for(status.fraction, now)
+            if stuck is not None:
                 raise EraseError(
                     f"{target.path}: ATA sanitize made no progress for "
-                    f"{now - last_change:.0f} s (stuck at {100 * (last_fraction or 0):.1f}%). "
+                    f"{stuck:.0f} s (stuck at {100 * (status.fraction or 0):.1f}%). "
                     "Not retrying automatically.",
                     method=method,
                 )

@@ -202,6 +202,31 @@ class EraseOptions:
     clock: Clock = field(default_factory=SystemClock)
 
 
+def sanitize_limit_s(options: EraseOptions, size_bytes: int) -> float:
+    """How long an NVMe or SCSI sanitize (or a SCSI format) may run in all: the plan's
+    ``sanitize_timeout_s``, else six hours or 30 MB/s over the drive plus an hour."""
+    return options.sanitize_timeout_s or max(6 * 3600.0, size_bytes / 30e6 + 3600.0)
+
+
+@dataclass
+class StallWatch:
+    """The stall rule every sanitize poll shares (ATA, NVMe, SCSI): the progress the drive
+    reports unchanged for ``stall_s`` (EraseOptions.sanitize_stall_s). ``last`` starts as
+    the caller's "nothing seen yet", ``last_change`` at the start."""
+
+    stall_s: float
+    last_change: float
+    last: object = None
+
+    def stalled_for(self, progress: object, now: float) -> float | None:
+        """Seconds without a change once that reached ``stall_s``, else None."""
+        if progress != self.last:
+            self.last, self.last_change = progress, now
+            return None
+        stuck = now - self.last_change
+        return stuck if stuck >= self.stall_s else None
+
+
 @dataclass(frozen=True)
 class MarkerCheck:
     """One marker block: where, and whether it survived the erase."""

@@ -17,6 +17,8 @@ from ssdbench.erase.model import (
     EraseError,
     EraseOptions,
     EraseTarget,
+    StallWatch,
+    sanitize_limit_s,
 )
 from ssdbench.erase.ticker import Reporter, Ticker
 from ssdbench.system import CommandError, Host
@@ -68,11 +70,8 @@ def sanitize(
     steps.append(f"nvme sanitize -a {sanact} started")
     clock = options.clock
     start = clock.monotonic()
-    limit = options.sanitize_timeout_s or max(
-        6 * 3600.0, target.size_bytes / 30e6 + 3600.0
-    )
-    last_sprog = -1
-    last_change = start
+    limit = sanitize_limit_s(options, target.size_bytes)
+    watch = StallWatch(options.sanitize_stall_s, start, last=-1)
     while True:
         log = read_sanitize_log(host, target)
         now = clock.monotonic()
@@ -100,12 +99,11 @@ def sanitize(
                 method=method,
             )
         # running
-        if log.sprog != last_sprog:
-            last_sprog, last_change = log.sprog, now
-        elif now - last_change >= options.sanitize_stall_s:
+        stuck = watch.stalled_for(log.sprog, now)
+        if stuck is not None:
             raise EraseError(
                 f"{target.controller_path}: the sanitize made no progress for "
-                f"{now - last_change:.0f} s (SPROG stuck at {log.sprog}/65536 = "
+                f"{stuck:.0f} s (SPROG stuck at {log.sprog}/65536 = "
                 f"{100 * log.sprog / 65536:.1f}%). Not retrying: some drives stall for days "
                 "(Intel 660p, nvme-cli #3027); it keeps running in the drive and persists "
                 "across power cycles. Check `nvme sanitize-log` later or ask the vendor.",

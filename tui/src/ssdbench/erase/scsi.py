@@ -42,6 +42,8 @@ from ssdbench.erase.model import (
     EraseOptions,
     EraseTarget,
     NoEraseMethod,
+    StallWatch,
+    sanitize_limit_s,
 )
 from ssdbench.erase.ticker import Reporter
 from ssdbench.system import CommandError, CommandNotFound, Host
@@ -50,7 +52,7 @@ from ssdbench.system import CommandError, CommandNotFound, Host
 __all__ = ["SCSI_METHODS", "SCSI_SANITIZE", "SCSI_SANITIZE_BLOCK", "SCSI_SANITIZE_CRYPTO",
            "SCSI_SANITIZE_OVERWRITE", "Capacity", "Opcodes", "SenseState", "candidates",
            "check_target", "choose", "parse_opcodes", "parse_progress", "parse_readcap",
-           "parse_requests", "prepare", "prepare_recorded", "read_capacity", "read_opcodes",
+           "parse_requests", "prepare_recorded", "read_capacity", "read_opcodes",
            "reformat", "sanitize", "wait_for_progress"]
 
 ORDER = (SCSI_SANITIZE_BLOCK, SCSI_SANITIZE_CRYPTO, SCSI_SANITIZE_OVERWRITE)
@@ -162,8 +164,8 @@ def wait_for_progress(host: Host, path: str, what: str, options: EraseOptions,
     """Poll REQUEST SENSE's progress until the drive reports none: the same stall and
     overall limits as the NVMe and ATA sanitize (``sanitize_stall_s``, the timeout)."""
     clock = options.clock
-    start = last_change = clock.monotonic()
-    last: float | None = None
+    start = clock.monotonic()
+    watch = StallWatch(options.sanitize_stall_s, start)
     polls = 0
     while True:
         percent = _run_parsed(host, ["sg_requests", "--progress", path], parse_progress)
@@ -172,11 +174,10 @@ def wait_for_progress(host: Host, path: str, what: str, options: EraseOptions,
         if percent is None:
             return [f"{what}: no progress indication after {polls} polls "
                     f"({now - start:.0f} s): done"]
-        if percent != last:
-            last, last_change = percent, now
-        elif now - last_change >= options.sanitize_stall_s:
+        stuck = watch.stalled_for(percent, now)
+        if stuck is not None:
             raise EraseError(
-                f"{path}: the {what} made no progress for {now - last_change:.0f} s (stuck at "
+                f"{path}: the {what} made no progress for {stuck:.0f} s (stuck at "
                 f"{percent:.2f}%). Not retrying: it keeps running in the drive and resumes "
                 "after a power cycle; check `sg_requests --progress` later.")
         if now - start > limit_s:
@@ -184,10 +185,6 @@ def wait_for_progress(host: Host, path: str, what: str, options: EraseOptions,
         eta = (now - start) * (100 - percent) / percent if percent > 0 else None
         reporter.send(f"{what} ({percent:.2f}%)", fraction=percent / 100, eta_s=eta)
         clock.sleep(options.poll_interval_s)
-
-
-def _limit_s(options: EraseOptions, size_bytes: int) -> float:
-    return options.sanitize_timeout_s or max(6 * 3600.0, size_bytes / 30e6 + 3600.0)
 
 
 def reformat(host: Host, target: EraseTarget, size: int, options: EraseOptions,
@@ -210,7 +207,7 @@ def reformat(host: Host, target: EraseTarget, size: int, options: EraseOptions,
     steps = [f"sg_format --size={size}: FORMAT UNIT started ({before.block_size} bytes a "
              f"block, {before.blocks} blocks, protection type {before.protection_type})"]
     steps += wait_for_progress(host, target.path, "FORMAT UNIT", options, reporter,
-                               limit_s=_limit_s(options, before.size_bytes))
+                               limit_s=sanitize_limit_s(options, before.size_bytes))
     kernel = rescan_kernel_view(host, target.path)
     after = read_capacity(host, target.path)
     rec.update(after=after.to_dict(), kernel=kernel)
@@ -264,7 +261,7 @@ def sanitize(host: Host, target: EraseTarget, order: list[str], options: EraseOp
         steps.append(f"{' '.join(argv[:-1])}: SANITIZE started")
         try:
             steps += wait_for_progress(host, target.path, "SANITIZE", options, reporter,
-                                       limit_s=_limit_s(options, target.size_bytes))
+                                       limit_s=sanitize_limit_s(options, target.size_bytes))
             state = _run_parsed(host, ["sg_requests", target.path], parse_requests,
                                           stderr=True)
         except EraseError as exc:
@@ -280,15 +277,6 @@ def sanitize(host: Host, target: EraseTarget, order: list[str], options: EraseOp
         reporter.send("SCSI sanitize done", fraction=1.0)
         return method, steps
     raise EraseError(f"{target.path}: no SANITIZE service action was taken")
-
-
-def prepare(host: Host, target: EraseTarget, method: str, options: EraseOptions,
-            reporter: Reporter, *, reformat_to: int | None
-            ) -> tuple[EraseTarget, list[str], list[str]]:
-    """:func:`prepare_recorded` without the record's ``scsi_reformat``."""
-    target, order, steps, _ = prepare_recorded(host, target, method, options, reporter,
-                                               reformat_to=reformat_to)
-    return target, order, steps
 
 
 def prepare_recorded(host: Host, target: EraseTarget, method: str, options: EraseOptions,
