@@ -18,7 +18,7 @@ from ssdbench.devices import discover
 from ssdbench.erase import EraseError, EraseOptions, erase_drive
 from ssdbench.erase.adapter import target_from_drive
 from ssdbench.erase.journal import JsonPasswordJournal
-from ssdbench.system import CommandLogFile, Host, LiveFS, SystemRunner
+from tests.integration.guest_common import guest_host
 
 NONCE = bytes.fromhex("a7a5ec0de0000001")
 
@@ -27,12 +27,7 @@ def main() -> int:
     out, device = Path(sys.argv[1]), sys.argv[2]
     method = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
     fallback = sys.argv[4] if len(sys.argv) > 4 else "fail"  # erase_fallback: "overwrite"
-    out.mkdir(parents=True, exist_ok=True)
-    scratch = out / "scratch"
-    scratch.mkdir(exist_ok=True)
-    runner = SystemRunner()
-    runner.add_sink(CommandLogFile(out / "log.txt"))
-    host = Host(runner, LiveFS())
+    host, scratch = guest_host(out)
     drives = {d.path: d for d in discover(host, ata_passthrough={device})}
     drive = drives[device]
     (out / "drive.json").write_text(json.dumps(drive.to_json(), indent=1) + "\n")

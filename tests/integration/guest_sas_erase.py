@@ -19,7 +19,7 @@ from pathlib import Path
 from ssdbench.devices import discover, find_drive
 from ssdbench.erase import EraseError, EraseOptions, MemoryPasswordJournal, erase_drive
 from ssdbench.erase.adapter import target_from_drive
-from ssdbench.system import CommandLogFile, Host, LiveFS, SystemRunner
+from tests.integration.guest_common import guest_host
 
 NONCE = bytes.fromhex("a7a5ec0de0000044")
 
@@ -27,12 +27,7 @@ NONCE = bytes.fromhex("a7a5ec0de0000044")
 def main() -> int:
     out, serial, method = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     reformat = int(sys.argv[4]) if len(sys.argv) > 4 else None
-    out.mkdir(parents=True, exist_ok=True)
-    scratch = out / "scratch"
-    scratch.mkdir(exist_ok=True)
-    runner = SystemRunner()
-    runner.add_sink(CommandLogFile(out / "log.txt"))
-    host = Host(runner, LiveFS())
+    host, scratch = guest_host(out)
     drive = find_drive(discover(host, ata_passthrough=set()), serial)
     (out / "drive.json").write_text(json.dumps(drive.to_json(), indent=1) + "\n")
     progress: list[str] = []

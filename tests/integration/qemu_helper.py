@@ -12,11 +12,13 @@ The NVMe drive is a sparse file created here, so the guest may write to it freel
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ssdbench.system import CommandTimeout, SystemRunner
 
@@ -81,6 +83,15 @@ class GuestRun:
 
     def read(self, name: str) -> str:
         return (self.share_dir / name).read_text(encoding="utf-8", errors="replace")
+
+    def erase_record(self, out: str) -> dict[str, Any]:
+        """The record a guest erase script (guest_*_erase.py) wrote to ``out``/record.json;
+        its error.txt, or the job's log, as the failure when there is none."""
+        folder = self.share_dir / out
+        assert not (folder / "error.txt").exists(), (folder / "error.txt").read_text()
+        assert (folder / "record.json").exists(), self.read("job.log")[-3000:]
+        data: dict[str, Any] = json.loads((folder / "record.json").read_text())
+        return data
 
 
 def _cpio_newc(entries: list[tuple[str, int, bytes]]) -> bytes:

@@ -65,14 +65,6 @@ def ok(run: GuestRun) -> str:
     return run.read("job.log")
 
 
-def record(run: GuestRun, out: str) -> dict[str, object]:
-    share = run.share_dir
-    assert not (share / out / "error.txt").exists(), (share / out / "error.txt").read_text()
-    assert (share / out / "record.json").exists(), run.read("job.log")[-3000:]
-    data: dict[str, object] = json.loads((share / out / "record.json").read_text())
-    return data
-
-
 def emu_log(run: GuestRun) -> str:
     return run.read("emu.log")
 
@@ -98,7 +90,7 @@ def test_security_erase_normal_and_enhanced_verified_then_frozen(tmp_path: Path)
     log = ok(run)
     assert "normal rc=0" in log and "enhanced rc=0" in log, log[-3000:]
     for out, label in (("normal", "normal"), ("enhanced", "enhanced")):
-        rec = record(run, out)
+        rec = run.erase_record(out)
         assert rec["method"] == f"ata-security-erase{'-enhanced' if out == 'enhanced' else ''}"
         assert rec["secure"] is True and rec["verified"] is True, rec
         verification = rec["verification"]
@@ -114,11 +106,11 @@ def test_security_erase_normal_and_enhanced_verified_then_frozen(tmp_path: Path)
     assert "FREEZE LOCK: frozen" in emu_log(run)
     error = run.read("explicit/error.txt")
     assert "frozen" in error and "allow_suspend" in error and "hot-plugging" in error, error
-    rec = record(run, "auto")
+    rec = run.erase_record("auto")
     assert rec["method"] == "ata-sanitize-block" and rec["verified"] is True, rec
     after_freeze = emu_log(run).split("FREEZE LOCK: frozen", 1)[1]
     assert "SANITIZE BLOCK ERASE: done" in after_freeze and "SET PASSWORD" not in after_freeze
-    rec = record(run, "crypto")
+    rec = run.erase_record("crypto")
     assert rec["method"] == "ata-sanitize-crypto" and rec["verified"] is True, rec
     assert "SANITIZE CRYPTO SCRAMBLE: done" in emu_log(run)
     assert "TRIM: 1 ranges" in emu_log(run) and "UNMAP 1 ranges, 8 blocks" in emu_log(run)
@@ -148,7 +140,7 @@ def test_power_cut_after_set_password_is_recovered_next_boot(tmp_path: Path) -> 
     (drive.folder / "config.json").write_text(json.dumps({**cfg, "power_cut_after": ""}))
     second = boot(work, erase("result", "ata-security-erase"))
     ok(second)
-    rec = record(second, "result")
+    rec = second.erase_record("result")
     steps = rec["steps"]
     assert isinstance(steps, list)
     assert any("journal holds a password from an earlier run" in s for s in steps), steps
@@ -336,7 +328,7 @@ def test_a_frozen_drive_without_sanitize_is_cleared_by_overwrite_when_the_plan_a
     assert "fallback rc=0" in log, log[-3000:]
     error = run.read("refused/error.txt")
     assert "no secure erase possible" in error and "overwrite" in error, error
-    rec = record(run, "fallback")
+    rec = run.erase_record("fallback")
     assert rec["method"] == "overwrite" and rec["verified"] is True, rec
     over = rec["overwrite"]
     assert isinstance(over, dict) and over["bytes_written"] == (16 << 20) + 7 * 512, over

@@ -22,7 +22,6 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -128,14 +127,6 @@ def plan_file(run: GuestRun, out: str, name: str) -> Path:
     found = list((run.share_dir / out).rglob(name))
     assert len(found) == 1, (name, run.read(f"{out}.txt")[-3000:])
     return found[0]
-
-
-def record(run: GuestRun, out: str) -> dict[str, Any]:
-    share = run.share_dir
-    assert not (share / out / "error.txt").exists(), (share / out / "error.txt").read_text()
-    assert (share / out / "record.json").exists(), run.read("job.log")[-3000:]
-    data: dict[str, Any] = json.loads((share / out / "record.json").read_text())
-    return data
 
 
 def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: Path) -> None:
@@ -319,7 +310,7 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
     error = run.read("inmode/error.txt")
     assert "sanitize failure mode" in error and "sg_sanitize --crypto" in error, error
     assert "crypto-hand rc=0" in log, run.read("sanitize-crypto-hand.txt")
-    rec = record(run, "crypto")
+    rec = run.erase_record("crypto")
     assert rec["method"] == "scsi-sanitize-crypto" and rec["verified"] is True, rec
     assert "4096 bytes a block, 4096 blocks" in "\n".join(rec["steps"]), rec["steps"]
     after = json.loads(run.read("smartctl-after.json"))
