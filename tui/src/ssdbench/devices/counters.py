@@ -38,10 +38,10 @@ from ssdbench.devices.model import ParseError
 from ssdbench.devices.nvme import load_json_object
 from ssdbench.devices.smart import (
     COUNTER_MAX,
-    SMARTCTL_FATAL_BITS,
     attribute_count,
     attribute_raw_value,
     dig,
+    smartctl_unreadable,
 )
 
 NVME_DATA_UNIT = 512 * 1000
@@ -201,7 +201,7 @@ def parse_smartctl_counters(text: str) -> DriveCounters:
     counters = _smartctl_counters(obj)
     status = _count(dig(obj, "smartctl", "exit_status"), "smartctl: exit_status") or 0
     nothing = all(v is None for k, v in vars(counters).items() if k != "tool")
-    if status & 0x03 or (status & SMARTCTL_FATAL_BITS and nothing):
+    if smartctl_unreadable(status, nothing):
         raise Unreadable("smartctl could not read the drive")
     return counters
 

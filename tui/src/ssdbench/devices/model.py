@@ -438,6 +438,13 @@ class SmartSnapshot:
     exit_status: int
     messages: tuple[str, ...] = ()
 
+    @property
+    def read_nothing(self) -> bool:
+        """Not one health figure was read."""
+        return all(v is None for v in (
+            self.passed, self.temperature_c, self.power_on_hours, self.percentage_used,
+            self.available_spare, self.media_errors, self.reallocated_sectors))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "passed": self.passed,

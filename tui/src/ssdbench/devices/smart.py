@@ -17,6 +17,15 @@ from ssdbench.devices.nvme import load_json_object
 SMARTCTL_FATAL_BITS = 0x07
 SMARTCTL_OK_CODES = tuple(range(256))
 
+
+def smartctl_unreadable(exit_status: int, read_nothing: bool) -> bool:
+    """smartctl could not read the drive: it could not open or talk to it (exit bits 0-1),
+    or one of its commands failed (bit 2) and nothing at all was read. Bit 2 alone is
+    common and leaves what was read good: `-x` asks for logs many drives do not have
+    (QEMU's AHCI disk; a SAS drive without an optional log page, where smartctl 7.3 sets it
+    for the one page it could not read)."""
+    return bool(exit_status & 0x03 or (exit_status & SMARTCTL_FATAL_BITS and read_nothing))
+
 # raw.value is ata_get_attr_raw_value()'s uint64_t (smartmontools lib/atacmds.cpp): the six
 # raw bytes, or up to eight with the reserved, normalized and worst bytes (raw56, raw64)
 RAW_VALUE_MAX = 2**64 - 1

@@ -2,7 +2,9 @@
 
 Read-only. A drive smartctl cannot read (a loop device, a USB bridge without SAT) is
 recorded as unavailable with the reason, and the stage is "not available" (its own state in
-the stage list, never "failed"); that never fails the diagnosis.
+the stage list, never "failed"); that never fails the diagnosis. smartctl's exit bit 2 alone
+(one of its commands failed) is not that when the health figures were read
+(``smartctl_unreadable``): a SAS drive without one optional log page sets it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ssdbench.devices.smart import SMARTCTL_FATAL_BITS, SMARTCTL_OK_CODES, parse_smartctl_json
+from ssdbench.devices.smart import SMARTCTL_OK_CODES, parse_smartctl_json, smartctl_unreadable
 from ssdbench.stages.base import RunContext, StageNotAvailable
 from ssdbench.system import CommandError
 
@@ -29,7 +31,7 @@ class HealthStage:
             result = ctx.host.runner.run(["smartctl", "-j", "-x", ctx.target.path],
                                          ok_codes=SMARTCTL_OK_CODES, timeout=120)
             smart, _identity = parse_smartctl_json(result.text)
-            if smart.exit_status & SMARTCTL_FATAL_BITS:
+            if smartctl_unreadable(smart.exit_status, smart.read_nothing):
                 why = "; ".join(smart.messages) or f"exit status {smart.exit_status}"
                 snapshot = {"available": False, "reason": f"smartctl could not read: {why}"}
             else:
