@@ -47,7 +47,7 @@ import fnmatch
 import time
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -275,6 +275,12 @@ def parse_config(data: Mapping[str, Any], source: str = "ssdbench.toml",
     station = _station(source, data["station"], plan) if "station" in data else None
     jobs = _jobs(source, data["jobs"], store) if "jobs" in data else None
     fields = _fields(source, data["fields"]) if "fields" in data else None
+    if fields is not None and fields.keys:  # the store's keys by field (docs/lab.md)
+        if store is None:
+            raise ConfigError(source, "fields.keys",
+                              "needs a [store]: the keys are the lab store's (docs/lab.md "
+                              '"Keys by field")')
+        store = replace(store, keys=fields.keys)
 
     post = None
     if "post" in data:  # each finished record POSTed to an asset system (docs/lab.md)

@@ -100,6 +100,9 @@ class StoreConfig:
     ca_file: Path | None = None
     bench: str = ""
     status_seconds: float = 10.0
+    # the operator's fields each run is also keyed by (the kiosk config's ``[fields] keys``,
+    # lab/storekeys.py): not a ``[store]`` key, the kiosk config sets it
+    keys: tuple[str, ...] = ()
 
     def secrets(self) -> list[str]:
         """Every secret value (to scrub from any message that might quote one)."""

@@ -47,9 +47,14 @@ from typing import Any, Protocol
 from ssdbench.grade.capacity import FAKE_VERDICTS
 from ssdbench.lab import fleet, sentfile
 from ssdbench.lab.sentfile import SENT_DIR
+from ssdbench.lab.store import HttpStore
+from ssdbench.lab.storekeys import KEYS_DIR
 from ssdbench.untrusted import csv_cell, visible
 
 INDEX_DIR = "_fleet"
+# the folders beside the benches that are none: the index, and the keys by field
+# (lab/storekeys.py: a small object per run, never a run)
+NOT_BENCHES = frozenset({INDEX_DIR, KEYS_DIR})
 FIRST_LINE = "# ssdbench fleet index 2"
 PAGE_COLUMNS = ("host_machine", "host_controller", "lot", "asset_tag")
 # lot and asset_tag are fleet.csv's too: the index keeps its columns (and their order)
@@ -114,7 +119,7 @@ class FolderSource:
     def benches(self) -> Iterator[tuple[str, dict[str, str]]]:
         with os.scandir(self.root) as top:
             names = sorted(e.name for e in top if e.is_dir(follow_symlinks=False)
-                           and e.name != INDEX_DIR)
+                           and e.name not in NOT_BENCHES)
         for bench in names:  # links to folders are not followed
             cache, since = (self._read_dirs(bench) if self.use_dirs and _BENCH.match(bench)
                             else ({}, set()))
@@ -375,7 +380,7 @@ class StoreSource:
         names = [f[len(self.base):-1] for f in self.store.folders(self.base)]
         sent = {f[len(sent_top):-1] for f in self.store.folders(sent_top)}
         kept: set[str] = set()
-        for bench in sorted(n for n in names if n and n != INDEX_DIR):
+        for bench in sorted(n for n in names if n and n not in NOT_BENCHES):
             if bench in sent and _BENCH.match(bench):
                 kept.add(self._cache_name(bench))
                 yield bench, self._from_sent(bench, sent_top + bench + "/")
@@ -388,12 +393,17 @@ class StoreSource:
         """Every key of the prefix listed (today's way); the listing of each bench with
         sent files kept with their ETags (``days``, listed before)."""
         tagged = getattr(self.store, "tagged_keys", None)
-        listed = tagged(self.base) if tagged else dict.fromkeys(self.store.keys(self.base), "")
+        if tagged:
+            listed = tagged(self.base)
+        elif isinstance(self.store, HttpStore):  # not the index's folders, nor _keys'
+            listed = dict.fromkeys(self.store.keys(self.base, skip=NOT_BENCHES), "")
+        else:
+            listed = dict.fromkeys(self.store.keys(self.base), "")
         by_bench: dict[str, dict[str, str]] = {}
         for key, tag in listed.items():
             rel = key[len(self.base):]
             bench, _, rest = rel.partition("/")
-            if rest and bench != INDEX_DIR and rel.rpartition("/")[2] in fleet.WANTED:
+            if rest and bench not in NOT_BENCHES and rel.rpartition("/")[2] in fleet.WANTED:
                 by_bench.setdefault(bench, {})[rel] = tag
         del listed
         kept: set[str] = set()

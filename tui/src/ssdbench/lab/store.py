@@ -14,6 +14,7 @@ import base64
 import ssl
 import uuid
 import xml.etree.ElementTree as ET
+from collections.abc import Collection
 from typing import Any, Protocol
 from urllib.parse import quote, unquote, urlsplit
 
@@ -260,13 +261,16 @@ class HttpStore:
         self._check(f"reading {key}", status)
         return body
 
-    def keys(self, prefix: str) -> list[str]:
+    def keys(self, prefix: str, skip: Collection[str] = ()) -> list[str]:
         """Every file under ``prefix`` (WebDAV PROPFIND, depth 1, folder by folder). The
         listing is bounded: folders at most LIST_MAX_DEPTH below ``prefix`` (a results
         layout has 5), at most LIST_MAX_FOLDERS folders, each once, only folders under the
-        one listed; an answer that is not WebDAV XML is a StoreError naming the folder."""
+        one listed; an answer that is not WebDAV XML is a StoreError naming the folder.
+        ``skip``: names of folders right under ``prefix`` not entered (the fleet build
+        skips ``_fleet`` and ``_keys``)."""
         out: list[str] = []
         start = prefix.strip("/")
+        skipped = {f"{start}/{name}" if start else name for name in skip}
         todo = [start]
         seen = {start}
         root = self.base + "/"
@@ -294,7 +298,8 @@ class HttpStore:
                 if name == folder or not rel or (folder and not name.startswith(folder + "/")):
                     continue  # the folder itself, or not below it
                 if rel.endswith("/"):
-                    if name in seen or name.count("/") + 1 - depth0 > LIST_MAX_DEPTH:
+                    if (name in seen or name in skipped
+                            or name.count("/") + 1 - depth0 > LIST_MAX_DEPTH):
                         continue
                     if len(seen) >= LIST_MAX_FOLDERS:
                         raise StoreError(f"listing {start or '/'}: more than "

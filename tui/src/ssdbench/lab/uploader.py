@@ -10,6 +10,10 @@
   drive folder's UTC start, file = the path inside it; the serial from its drive.json),
   ``<prefix>/<bench>/_bench/<file>`` for the results folder's own files (index.html,
   summary.csv, state.json), ``<prefix>/<bench>/status.json``.
+* **Keys by field** (``[fields] keys``, ``cfg.keys``; lab/storekeys.py): for each run.json
+  seen, one small object per keyed field, ``<prefix>/_keys/<field>=<value>/<bench>/<serial>/
+  <run id>.json`` naming the run's folder, put once after the pass's files (the journal's
+  ``keys_written``); the run's own keys stay as they are.
 * **Journal**: ``store-journal.json`` in the results folder (so also on the stick): per file
   its key, size, SHA-256 and when it was sent; it is never sent itself, nor is the poster's
   ``post-journal.json`` (lab/post.py).
@@ -42,6 +46,7 @@ from ssdbench import jsonfile
 from ssdbench.lab.config import StoreConfig, scrub
 from ssdbench.lab.sentfile import FLEET_FILES, SENT_DIR, line_ok
 from ssdbench.lab.store import Store, StoreError, content_type
+from ssdbench.lab.storekeys import pointers
 from ssdbench.results import atomic
 from ssdbench.untrusted import path_part
 
@@ -161,6 +166,9 @@ class StoreUploader:
         self.fleet_written: tuple[str, str] = ("", "")
         self._said_no_read = False
         self._status_day: str | None = None  # the day status.json was last put in the file
+        # keys by field (cfg.keys): the objects to put (key -> body), and those put
+        self.keys_pending: dict[str, bytes] = {}
+        self.keys_written: set[str] = set()
         self.journal = self._load_journal()
 
     # ---- names ----
@@ -216,6 +224,9 @@ class StoreUploader:
         if (self.fleet and isinstance(written, list) and len(written) == 2
                 and all(isinstance(x, str) for x in written)):
             self.fleet_written = (written[0], written[1])
+        keyed = doc.get("keys_written")
+        if isinstance(keyed, list):
+            self.keys_written = {k for k in keyed if isinstance(k, str)}
         out = {}
         for rel, e in (doc.get("sent") or {}).items():
             try:
@@ -232,6 +243,8 @@ class StoreUploader:
             doc["fleet_pending"] = self.fleet_pending
         if self.fleet_written[0]:
             doc["fleet_written"] = list(self.fleet_written)
+        if self.keys_written:
+            doc["keys_written"] = sorted(self.keys_written)
         atomic.write_text(self.results_dir / JOURNAL, json.dumps(doc, indent=1) + "\n")
 
     # ---- one pass ----
@@ -276,6 +289,8 @@ class StoreUploader:
                     waiting += 1
                     continue
                 data = path.read_bytes()
+                if self.cfg.keys and path.name == "run.json":
+                    self._note_keys(rel, data)
                 digest = hashlib.sha256(data).hexdigest()
                 done = self.journal.get(rel)
                 if done is None or done.key != key or done.sha256 != digest:
@@ -289,10 +304,43 @@ class StoreUploader:
                 self.sent_total += sent
                 self._save_journal()
                 self._memo[JOURNAL] = (0, 0)
+        self._write_keys()
         self._write_sent()
         self.pending = waiting
         self._recovered()
         return sent
+
+    # ---- keys by field (cfg.keys, lab/storekeys.py) ----
+
+    def _note_keys(self, rel: str, data: bytes) -> None:
+        """The objects of a drive folder's run.json's keyed fields, pending unless put (a
+        run.json that is not JSON gives no value: ``<field>=_none``, never no object)."""
+        m = DRIVE_DIR_RE.match(rel.partition("/")[0])
+        serial = self._serial(rel.partition("/")[0]) if m else None
+        if m is None or serial is None:
+            return
+        try:
+            doc = json.loads(data)
+        except (ValueError, RecursionError):
+            doc = {}
+        run = (self.cfg.prefix, self.bench, serial, m.group(1))
+        for key, body in pointers(run, doc, self.cfg.keys).items():
+            if key not in self.keys_written:
+                self.keys_pending[key] = body
+
+    def _write_keys(self) -> None:
+        """Each pending object put (a failure is a StoreError like any other; the rest
+        stay pending, and a reboot finds them again in the run.json files)."""
+        if not self.keys_pending:
+            return
+        try:
+            for key, body in list(self.keys_pending.items()):
+                self.store.put(key, body, "application/json")
+                del self.keys_pending[key]
+                self.keys_written.add(key)
+        finally:
+            self._save_journal()
+            self._memo[JOURNAL] = (0, 0)
 
     # ---- what was sent, for the fleet build (S3 stores) ----
 
@@ -350,8 +398,9 @@ class StoreUploader:
         self._memo[JOURNAL] = (0, 0)
 
     def unsent(self) -> int:
-        """Files whose current bytes are not in the store (reads every file)."""
-        n = 0
+        """Files whose current bytes are not in the store (reads every file), and the
+        keys by field not yet put."""
+        n = len(self.keys_pending)
         for path in self._files():
             rel = path.relative_to(self.results_dir).as_posix()
             done = self.journal.get(rel)
