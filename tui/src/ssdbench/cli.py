@@ -17,7 +17,8 @@ from ssdbench.devices.discover import ATA_PASSTHROUGH_ENV
 from ssdbench.exitcodes import ExitCode
 
 # Subcommand modules under ssdbench.commands, in the order `--help` lists them.
-COMMAND_MODULES = ("list", "bundle", "run", "report", "kiosk", "verify_record", "fleet")
+COMMAND_MODULES = ("list", "bundle", "run", "report", "batch", "kiosk", "verify_record",
+                   "fleet")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,7 +5,6 @@ mount point holding it, or one drive folder)."""
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,49 +30,29 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-svg", action="store_true",
                         help="write PNG charts only (faster)")
     parser.add_argument("--batch-day", metavar="YYYY-MM-DD", default=None,
-                        help="also the batch page of a station day: every drive with a run "
-                             "started on that UTC date, batch-<day>.html and .pdf in the "
-                             "results folder ('today': the UTC date now)")
+                        help="also the batch page of a station day, as `ssdbench batch "
+                             "DIR --day DAY` makes it: every drive with a run started on "
+                             "that UTC date, batch-<day>.html and .pdf in the results folder "
+                             "('today': the UTC date now)")
     parser.add_argument("--no-pdf", action="store_true",
                         help="with --batch-day: the HTML page only (no WeasyPrint)")
     parser.set_defaults(func=run)
 
 
-DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
 def batch_day(root: Path, day: str, *, pdf: bool) -> int:
-    """The station day's batch page (record/batch.py) in ``root``; prints its paths."""
-    from datetime import UTC, date, datetime
+    """The station day's batch page in ``root``: what `ssdbench batch ROOT --day DAY` makes
+    (commands/batch.py ``day_page``, the one implementation); prints its paths."""
+    from datetime import UTC, datetime
 
-    from ssdbench.record.batch import drive_dirs_of_day, write_batch
-    from ssdbench.results.layout import utc_stamp
+    from ssdbench.commands.batch import day_page, parse_day
 
-    now = datetime.now(UTC)
-    if day == "today":
-        day = f"{now:%Y-%m-%d}"
     try:
-        if not DAY.match(day):
-            raise ValueError
-        date.fromisoformat(day)
-    except ValueError:
-        print(f"ssdbench report: --batch-day {shown(day, limit=40)!r}: expected a date as "
-              "YYYY-MM-DD (UTC) or 'today'", file=sys.stderr)
+        day = parse_day(day, datetime.now(UTC))
+    except ValueError as exc:
+        print(f"ssdbench report: {str(exc).replace('--day', '--batch-day', 1)}",
+              file=sys.stderr)
         return int(ExitCode.USAGE)
-    dirs = drive_dirs_of_day(root, day)
-    if not dirs:
-        print(f"ssdbench report: no drive in {root} has a run started on {day} (UTC): no "
-              "batch page", file=sys.stderr)
-        return int(ExitCode.FAILURE)
-    html, problem = write_batch(root, dirs, title=f"station day {day}", made=utc_stamp(now),
-                                stem=f"batch-{day}", pdf=pdf)
-    print(html)
-    if problem is None:
-        print(html.with_suffix(".pdf"))
-    elif pdf:
-        print(f"ssdbench report: batch page: {shown(problem)}", file=sys.stderr)
-        return int(ExitCode.FAILURE)
-    return int(ExitCode.OK)
+    return day_page(root, day, pdf=pdf)
 
 
 def resolve(directory: Path) -> tuple[str, Path]:

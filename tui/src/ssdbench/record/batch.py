@@ -3,14 +3,17 @@ day — serial, model, capacity, grade, capacity verdict, erase method and resul
 for drives handed on in a lot (docs/kiosk.md "The batch page").
 
 Read from the results folder only (each drive folder's run.json files and erase records,
-never followed through a link): a folder from another bench is untrusted, so every string
-goes through the certificate's :func:`~ssdbench.record.render._h` and the page is made by
-the certificate's :func:`~ssdbench.record.render.write_pdf` (its URL fetcher refuses every
-URL; the page has a Content-Security-Policy that loads nothing).
+never followed through a link, a FIFO never opened, a file over the JSON limit never read:
+:func:`ssdbench.jsonfile.read_bytes`): a folder from another bench is untrusted, so every
+string goes through the certificate's :func:`~ssdbench.record.render._h` (long ones cut)
+and the page is made by the certificate's :func:`~ssdbench.record.render.write_pdf` (its
+URL fetcher refuses every URL; the page has a Content-Security-Policy that loads nothing).
+A station day (``ssdbench batch DIR --day``) takes only the runs started on that day.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,24 +66,59 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+TEXT_LIMIT = 200  # characters of one read string on the page (a run.json may hold megabytes)
+
+
 def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+    if not isinstance(value, str):
+        return ""
+    return value if len(value) <= TEXT_LIMIT else value[: TEXT_LIMIT - 1] + "…"
 
 
-def drive_row(drive_dir: Path) -> BatchRow:
-    """One drive folder as a row: its runs' run.json (oldest first; a later run's grade,
-    capacity verdict and erase win) and the erase record of its last erase."""
+def _folders(top: Path) -> list[Path]:
+    """The folders in ``top``, sorted: a link, a file, a FIFO is no folder of it; an
+    unreadable ``top`` has none."""
+    try:
+        entries = sorted(top.iterdir())
+    except OSError:
+        return []
+    return [p for p in entries
+            if not p.name.startswith(".") and not p.is_symlink() and p.is_dir()]
+
+
+def _on_day(meta: Mapping[str, Any], day: str | None) -> bool:
+    return day is None or _str(meta.get("started")).startswith(day)
+
+
+def read_runs(drive_dir: Path, day: str | None = None
+              ) -> tuple[list[tuple[Path, Mapping[str, Any]]], list[str]]:
+    """The runs of a drive folder as (run folder, run.json), oldest first, and the names of
+    the run folders whose run.json is there but not read (a FIFO, a link, over the limit,
+    not JSON) or that are a link to a folder (``NAME (a link)``: never followed). ``day``
+    (``YYYY-MM-DD``): only the runs started on it."""
     runs: list[tuple[Path, Mapping[str, Any]]] = []
     unreadable = []
-    for run_dir in sorted(p for p in drive_dir.iterdir() if p.is_dir() and not p.is_symlink()):
-        if not (run_dir / "run.json").exists():
+    try:
+        linked = sorted(p.name for p in drive_dir.iterdir() if p.is_symlink() and p.is_dir())
+    except OSError:
+        linked = []
+    for run_dir in _folders(drive_dir):
+        if not os.path.lexists(run_dir / "run.json"):
             continue
         meta = _json(run_dir / "run.json")
         if meta is None:
             unreadable.append(run_dir.name)
-            continue
-        runs.append((run_dir, meta))
+        elif _on_day(meta, day):
+            runs.append((run_dir, meta))
     runs.sort(key=lambda r: _str(r[1].get("started")))
+    return runs, unreadable + [f"{name} (a link)" for name in linked]
+
+
+def drive_row(drive_dir: Path, day: str | None = None) -> BatchRow:
+    """One drive folder as a row: its runs' run.json (oldest first; a later run's grade,
+    capacity verdict and erase win) and the erase record of its last erase. ``day``: only
+    the runs started on it (a station day's page: the drive's runs of other days left out)."""
+    runs, unreadable = read_runs(drive_dir, day)
     drive: Mapping[str, Any] = {}
     grade = verdict = method = result = record_id = started = reason = ""
     fields = {"asset_tag": "", "lot": "", "operator": ""}
@@ -101,7 +139,7 @@ def drive_row(drive_dir: Path) -> BatchRow:
         if cap is not None:
             verdict, fake = str(cap["verdict"]), bool(cap["fake"])
         erase = meta.get("erase")
-        rec = _json(run_dir / RECORD_JSON) if (run_dir / RECORD_JSON).exists() else None
+        rec = _json(run_dir / RECORD_JSON) if os.path.lexists(run_dir / RECORD_JSON) else None
         if rec is not None:
             san = _map(rec.get("sanitization"))
             res = _map(rec.get("result"))
@@ -124,7 +162,7 @@ def drive_row(drive_dir: Path) -> BatchRow:
         capacity_verdict=verdict, fake=fake, erase_method=method,
         erase_result=result or "not erased", record_id=record_id, started=started,
         problem=("" if runs else "no readable run.json") if not unreadable else
-        f"unreadable run.json in {', '.join(unreadable)}",
+        _str("unreadable run.json in " + ", ".join(unreadable)),
         device=_str(drive.get("name")), reason=reason, signed=signed, **fields)
 
 
@@ -137,16 +175,46 @@ def short(text: str, limit: int = 120) -> str:
 def drive_dirs_of_day(root: Path, day: str) -> list[Path]:
     """The drive folders of ``root`` with a run started on ``day`` (``YYYY-MM-DD``, UTC):
     a station day."""
-    out = []
-    for d in sorted(root.iterdir()):
-        if not d.is_dir() or d.is_symlink():
+    return list(scan_day(root, day).dirs)
+
+
+@dataclass(frozen=True)
+class DayScan:
+    """A results folder read for one day: the drive folders with a run of it, the entries
+    that are links (not followed), and each folder's run folders whose run.json could not be
+    read (a drive folder among ``dirs`` says it in its row; another is left out: its day is
+    unknown). Names raw: print them through :func:`~ssdbench.untrusted.shown`."""
+
+    dirs: tuple[Path, ...]
+    links: tuple[str, ...] = ()
+    unreadable: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    problem: str = ""  # the folder itself could not be read
+
+
+def scan_day(root: Path, day: str) -> DayScan:
+    """The drive folders of ``root`` with a run started on ``day`` (:func:`drive_dirs_of_day`)
+    and what was not read on the way."""
+    try:
+        entries = sorted(root.iterdir())
+    except OSError as exc:
+        return DayScan((), problem=f"{root}: cannot be read ({exc.strerror or exc})")
+    dirs: list[Path] = []
+    links: list[str] = []
+    unread: list[tuple[str, tuple[str, ...]]] = []
+    for d in entries:
+        if d.name.startswith("."):  # a temporary or hidden folder: no drive's
             continue
-        for run in d.glob("*/run.json"):
-            meta = _json(run)
-            if meta is not None and _str(meta.get("started")).startswith(day):
-                out.append(d)
-                break
-    return out
+        if d.is_symlink():
+            links.append(d.name)
+            continue
+        if not d.is_dir():
+            continue
+        runs, unreadable = read_runs(d, day)
+        if runs:
+            dirs.append(d)
+        if unreadable:
+            unread.append((d.name, tuple(unreadable)))
+    return DayScan(tuple(dirs), tuple(links), tuple(unread))
 
 
 _CSS = """
@@ -259,21 +327,21 @@ def _utc(made: str) -> str:
 
 
 def write_batch(root: Path, drive_dirs: Iterable[Path], *, title: str, made: str,
-                stem: str, bench: str = "", pdf: bool = True) -> tuple[Path, str | None]:
-    """``root/<stem>.html`` and ``.pdf`` for ``drive_dirs``; returns the HTML path and
-    None, or why no PDF was made."""
+                stem: str, bench: str = "", pdf: bool = True, day: str | None = None,
+                out: Path | None = None) -> tuple[Path, str | None]:
+    """``root/<stem>.html`` and ``.pdf`` for ``drive_dirs`` (``out``: that HTML file
+    instead, the PDF beside it; never written through a link); returns the HTML path and
+    None, or why no PDF was made. ``day``: only the runs started on it."""
     dirs = list(drive_dirs)
-    rows = [drive_row(d) for d in dirs]
+    rows = [drive_row(d, day) for d in dirs]
     host = None
     for d in dirs:  # the machine: run.json host of the first drive that has one
-        for run in sorted(d.glob("*/run.json")):
-            meta = _json(run)
-            if meta is not None and isinstance(meta.get("host"), Mapping):
-                host = meta["host"]
-                break
+        host = next((meta["host"] for _, meta in read_runs(d, day)[0]
+                     if isinstance(meta.get("host"), Mapping)), None)
         if host is not None:
             break
     html = batch_html(rows, title=title, made=made, host=host, bench=bench)
-    path = root / f"{stem}.html"
-    atomic.write_text(path, html)
-    return path, (write_pdf(html, root / f"{stem}.pdf") if pdf else "no PDF: switched off")
+    path = out if out is not None else root / f"{stem}.html"
+    atomic.write_text(path, html, root=path.parent)
+    return path, (write_pdf(html, path.with_suffix(".pdf")) if pdf
+                  else "no PDF: switched off")
