@@ -216,9 +216,9 @@ def basis(drive: Drive, kinds: Sequence[str] = (), params: RunParams | None = No
     most rounds."""
     write, read = expected_speed(drive)
     p = params or RunParams()
-    if kinds and all(k in READ_ONLY_KINDS for k in kinds) and not (
-            "speed" in kinds and p.speed_writes):
-        # nothing written, nothing erased: what the read-only runs' minutes rest on
+    if kinds and all(k in READ_ONLY_KINDS for k in kinds):
+        # nothing erased (the speed plan's write corners, if on, are timed, not a rate):
+        # what these runs' minutes rest on
         said = []
         if {"diagnose", "surface"} & set(kinds):
             said.append(f"{read:.0f} MiB/s reads assumed ({drive.transport or '?'})")
@@ -228,8 +228,9 @@ def basis(drive: Drive, kinds: Sequence[str] = (), params: RunParams | None = No
                         f"a {test} self-test of {fmt_minutes(test)} assumed (the drive's "
                         "own estimate once it starts)")
         if "speed" in kinds:
-            said.append(f"4 speed corners of {p.speed_ramp_seconds} s ramp + "
-                        f"{p.speed_seconds} s measured")
+            said.append(f"{8 if p.speed_writes else 4} speed corners of "
+                        f"{p.speed_ramp_seconds} s ramp + {p.speed_seconds} s measured"
+                        + (" (reads and writes)" if p.speed_writes else ""))
         return ", ".join(said) or "read-only runs"
     sec = drive.ata_security
     if not drive.erase_methods:

@@ -14,7 +14,7 @@ from textual.widgets import Checkbox, Footer, Input, Label, Select, Static
 
 from ssdbench.devices import Drive
 from ssdbench.erase.psid import check_typed_twice
-from ssdbench.plan.plans import PlanError
+from ssdbench.plan.plans import READ_ONLY_KINDS, PlanError
 from ssdbench.stages.params import ParamError, RunParams
 from ssdbench.ui import fmt
 from ssdbench.ui.engine import (
@@ -59,6 +59,15 @@ def shown_fields(preset: str) -> tuple[str, ...]:
     speed)."""
     kinds = preset_kinds(preset)
     return tuple(key for key, _ in FIELDS if kinds & set(FIELD_KINDS[key]))
+
+
+SPEED_PRESET = "speed"
+
+
+def speed_values(preset: str, writes: bool) -> dict[str, str]:
+    """The speed plan's write corners (#45): off unless the switch is on; on, the plan is
+    destructive and is started only after the same consent as an erase (app.confirm_plan)."""
+    return {"speed_writes": "true"} if preset == SPEED_PRESET and writes else {}
 
 
 def writes_record(preset: str) -> bool:
@@ -137,7 +146,9 @@ def build_plan(preset: str, values: dict[str, str], erase_fallback: str,
         raise ParamError(f"{d.name} is a locked self-encrypting drive "
                          f"({d.sed.lock_reason if d.sed else 'locked'}): {how}, or unlock "
                          "it with its password (details on the drives screen)")
-    if plan.destructive and erase_fallback == ERASE_SECURE:
+    # the erase method is for the runs that erase (the speed plan's write corners do not)
+    erases = any(r.kind not in READ_ONLY_KINDS for r in plan.runs)
+    if erases and erase_fallback == ERASE_SECURE:
         none = [d.name for d in drives if not d.erase_methods and not d.sed_locked]
         if none:
             raise ParamError("no secure erase on " + ", ".join(none) + " (virtual disk, "
@@ -163,6 +174,9 @@ def plan_summary(plan: Plan, drives: list[Drive]) -> Text:
     t.append(", ".join(r.name for r in plan.runs) + "\n")
     if plan.destructive:
         t.append("DESTROYS ALL DATA on the drives below (consent next).\n", style="bold red")
+        if all(r.kind == "speed" for r in plan.runs):
+            t.append(f"Write corners on: the first {plan.params.speed_gib:g} GiB of each "
+                     "drive is overwritten.\n", style="red")
     else:
         t.append("Read-only: nothing is written to the drives.\n", style="green")
     total = 0.0
@@ -194,12 +208,16 @@ def plan_summary(plan: Plan, drives: list[Drive]) -> Text:
     return t
 
 
-def preset_help(preset: str, values: dict[str, str]) -> str:
+def preset_help(preset: str, values: dict[str, str], *, writes: bool = False) -> str:
     """The preset's description, or, once a field differs from it, what was changed (the
-    description would still say "60 s tortures" after Torture was set to 30)."""
+    description would still say "60 s tortures" after Torture was set to 30); ``writes``:
+    the speed plan's write corners are on (its description says read-only)."""
     base = form_values(preset)
     changed = [SHORT[key] for key in shown_fields(preset)
                if values.get(key, base[key]).replace(" ", "") != base[key]]
+    if speed_values(preset, writes):
+        text = preset_plan(preset).description.removeprefix("read-only: ")
+        return f"reads and writes: {text}"
     if not changed:
         return preset_plan(preset).description
     return f"{preset} with changed " + ", ".join(changed)  # one line: the values are below
@@ -248,6 +266,10 @@ class PlanScreen(Screen[None]):
                 yield Label("Erase method", classes="label")
                 yield Select(list(ERASE_CHOICES), value=self.form.erase, allow_blank=False,
                              compact=True, id="erase")
+            with Horizontal(classes="field tight", id="row-speed-writes"):
+                yield Label("Writes", classes="label")  # off each time the form opens
+                yield Checkbox("also the write corners (destroys data)", id="speed-writes",
+                               compact=True)
             with Vertical(id="run-fields"):
                 for key, label in FIELDS:  # one block, a line each (80x25 keeps its summary)
                     with Horizontal(classes="field tight", id=f"row-{key}"):
@@ -293,7 +315,9 @@ class PlanScreen(Screen[None]):
         values = self._values()
         self.form = PlanForm(self.preset, str(erase), values)
         self.app.plan_form = self.form  # type: ignore[attr-defined]
-        self.query_one("#preset-help", Static).update(preset_help(self.preset, values))
+        writes = self.query_one("#speed-writes", Checkbox).value
+        self.query_one("#preset-help", Static).update(
+            preset_help(self.preset, values, writes=writes))
         fields = shown_fields(self.preset)
         for key, _ in FIELDS:
             self.query_one(f"#row-{key}").display = key in fields
@@ -301,11 +325,13 @@ class PlanScreen(Screen[None]):
         # a read-only plan erases nothing: no erase method to choose (grade, diagnose, speed)
         self.query_one("#row-erase").display = preset_plan(self.preset).destructive
         self.query_one("#erase-fields").display = writes_record(self.preset)
+        self.query_one("#row-speed-writes").display = self.preset == SPEED_PRESET
         error = self.query_one("#plan-error", Static)
         try:
             extra = erase_values(self.preset, values, self.drives,
                                  restore=self.query_one("#restore", Checkbox).value,
                                  psid=self._psid())
+            extra |= speed_values(self.preset, writes)
             self.plan = build_plan(self.preset, values, str(erase), self.drives, extra)
         except ParamError as exc:
             self.plan = None
@@ -318,6 +344,7 @@ class PlanScreen(Screen[None]):
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "preset" and event.value != self.preset:
             self.preset = str(event.value)
+            self.query_one("#speed-writes", Checkbox).value = False  # asked afresh each time
             for key, _ in FIELDS:
                 self.query_one(f"#{key}", Input).value = form_values(self.preset)[key]
         self.revalidate()
