@@ -85,6 +85,38 @@ def test_a_day_of_two_sessions_lists_its_drives_and_only_their_runs_of_the_day(
     assert "<h1>Batch of 3 drives</h1>" in page and "erase PASS 2" in page
 
 
+def test_one_drive_in_two_sessions_is_one_row_and_twins_stay_two(tmp_path: Path) -> None:
+    """A drive graded before a reboot and erased after it has a folder in each session:
+    one row, the morning's grade and the afternoon's erase. Two drives reporting one serial
+    in one session (twins), and drives without a serial, are never merged."""
+    same = {"serial": "SAME0001", "model": "M1", "size_bytes": 256 * 10**9}
+    _run(tmp_path / "20261128T090000Z_M1_SAME0001", "grade", kind="grade",
+         started="2026-11-28T09:00:00Z", drive=same, grade={"grade": "B", "reasons": []})
+    run = _run(tmp_path / "20261128T140000Z_M1_SAME0001", "erase", kind="erase",
+               started="2026-11-28T14:00:00Z", drive=same,
+               erase={"method": "nvme-format-user-data"})
+    _erase(run, "rec-same")
+    twin = {"serial": "TWIN0001", "model": "M2", "size_bytes": 10**12}
+    for folder in ("20261128T150000Z_M2_TWIN0001", "20261128T150000Z_M2_TWIN0001-2"):
+        _erase(_run(tmp_path / folder, "erase", kind="erase", started="2026-11-28T15:00:00Z",
+                    drive=twin, erase={"method": "nvme-format-user-data"}), f"rec-{folder}")
+    for folder in ("20261128T100000Z_unknown_loop4", "20261128T110000Z_unknown_loop4"):
+        _run(tmp_path / folder, "grade", kind="grade", started="2026-11-28T10:00:00Z",
+             drive={"name": "loop4", "serial": "", "model": ""},
+             grade={"grade": "not gradable", "reasons": []})
+    dirs = batch.drive_dirs_of_day(tmp_path, DAY)
+    groups = batch.one_drive_each(dirs, DAY)
+    assert sorted(len(g) for g in groups) == [1, 1, 1, 1, 2], groups
+    html, _ = batch.write_batch(tmp_path, dirs, title="t", made="m", stem="b", pdf=False,
+                                day=DAY)
+    page = html.read_text()
+    assert "<h1>Batch of 5 drives</h1>" in page, page
+    (merged,) = [batch.drive_row(g, DAY) for g in groups if len(g) == 2]
+    assert (merged.serial, merged.grade, merged.erase_result, merged.record_id) == (
+        "SAME0001", "B", "PASS", "rec-same")
+    assert page.count("SAME0001") == 1 and page.count("rec-20261128T150000Z_M2_TWIN0001") == 2
+
+
 def test_the_page_goes_to_out_never_through_a_link(tmp_path: Path) -> None:
     station_day(tmp_path / "res")
     dirs = batch.drive_dirs_of_day(tmp_path / "res", DAY)

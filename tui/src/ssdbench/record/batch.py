@@ -14,7 +14,7 @@ A station day (``ssdbench batch DIR --day``) takes only the runs started on that
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,11 +114,19 @@ def read_runs(drive_dir: Path, day: str | None = None
     return runs, unreadable + [f"{name} (a link)" for name in linked]
 
 
-def drive_row(drive_dir: Path, day: str | None = None) -> BatchRow:
-    """One drive folder as a row: its runs' run.json (oldest first; a later run's grade,
+def drive_row(drive_dir: Path | Sequence[Path], day: str | None = None) -> BatchRow:
+    """One drive as a row, from its folder (or its folders of several sessions: see
+    :func:`one_drive_each`): its runs' run.json (oldest first; a later run's grade,
     capacity verdict and erase win) and the erase record of its last erase. ``day``: only
     the runs started on it (a station day's page: the drive's runs of other days left out)."""
-    runs, unreadable = read_runs(drive_dir, day)
+    dirs = [drive_dir] if isinstance(drive_dir, Path) else list(drive_dir)
+    runs: list[tuple[Path, Mapping[str, Any]]] = []
+    unreadable: list[str] = []
+    for d in dirs:
+        got, bad = read_runs(d, day)
+        runs += got
+        unreadable += bad
+    runs.sort(key=lambda r: _str(r[1].get("started")))
     drive: Mapping[str, Any] = {}
     grade = verdict = method = result = record_id = started = reason = ""
     fields = {"asset_tag": "", "lot": "", "operator": ""}
@@ -157,13 +165,44 @@ def drive_row(drive_dir: Path, day: str | None = None) -> BatchRow:
             signed = None
     size = drive.get("size_bytes")
     return BatchRow(
-        folder=drive_dir.name, serial=_str(drive.get("serial")), model=_str(drive.get("model")),
+        folder=", ".join(d.name for d in dirs), serial=_str(drive.get("serial")),
+        model=_str(drive.get("model")),
         capacity_bytes=size if type(size) is int else None, grade=grade,
         capacity_verdict=verdict, fake=fake, erase_method=method,
         erase_result=result or "not erased", record_id=record_id, started=started,
         problem=("" if runs else "no readable run.json") if not unreadable else
         _str("unreadable run.json in " + ", ".join(unreadable)),
         device=_str(drive.get("name")), reason=reason, signed=signed, **fields)
+
+
+def one_drive_each(drive_dirs: Iterable[Path], day: str | None = None) -> list[list[Path]]:
+    """The drive folders grouped by drive, in their order: a station day's sessions (a
+    reboot at lunch, a grade in the morning and the erase after) give one drive a folder
+    each, and the page lists it once. The same drive is the same serial and model in
+    folders of different sessions (the folder name's stamp, up to its first ``_``); folders
+    without a serial stay apart, and so do all folders of a serial that two folders of one
+    session share (twins: two drives that report one serial are two drives)."""
+    groups: dict[tuple[str, str], list[Path]] = {}
+    order: list[tuple[str, str] | Path] = []
+    for d in drive_dirs:
+        row = drive_row(d, day)
+        if not row.serial:
+            order.append(d)
+            continue
+        key = (row.serial, row.model)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(d)
+    out: list[list[Path]] = []
+    for item in order:
+        if isinstance(item, Path):
+            out.append([item])
+            continue
+        group = groups[item]
+        stamps = [d.name.partition("_")[0] for d in group]
+        out.extend([group] if len(set(stamps)) == len(stamps) else [[d] for d in group])
+    return out
 
 
 def short(text: str, limit: int = 120) -> str:
@@ -333,7 +372,7 @@ def write_batch(root: Path, drive_dirs: Iterable[Path], *, title: str, made: str
     instead, the PDF beside it; never written through a link); returns the HTML path and
     None, or why no PDF was made. ``day``: only the runs started on it."""
     dirs = list(drive_dirs)
-    rows = [drive_row(d, day) for d in dirs]
+    rows = [drive_row(group, day) for group in one_drive_each(dirs, day)]
     host = None
     for d in dirs:  # the machine: run.json host of the first drive that has one
         host = next((meta["host"] for _, meta in read_runs(d, day)[0]
