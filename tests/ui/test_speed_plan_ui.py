@@ -94,7 +94,7 @@ async def test_writes_on_carry_speed_writes_and_ask_the_erase_consent() -> None:
         plan = screen.plan
         assert plan is not None and plan.params.speed_writes and plan.destructive
         said = summary(screen)
-        assert "DESTROYS ALL DATA" in said and "1 GiB of each drive is overwritten" in said
+        assert "DESTROYS ALL DATA" in said and "1 GiB of each drive (all of a smaller one) is overwritten" in said
         assert "8 speed corners" in said and "erase" not in said.split("Estimate:")[1]
         help_text = text_of(screen.query_one("#preset-help", Static))
         assert help_text.startswith("reads and writes: ") and "read-only" not in help_text

@@ -176,7 +176,7 @@ def plan_summary(plan: Plan, drives: list[Drive]) -> Text:
         t.append("DESTROYS ALL DATA on the drives below (consent next).\n", style="bold red")
         if all(r.kind == "speed" for r in plan.runs):
             t.append(f"Write corners on: the first {plan.params.speed_gib:g} GiB of each "
-                     "drive is overwritten.\n", style="red")
+                     "drive (all of a smaller one) is overwritten.\n", style="red")
     else:
         t.append("Read-only: nothing is written to the drives.\n", style="green")
     total = 0.0
