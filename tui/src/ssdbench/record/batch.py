@@ -122,8 +122,8 @@ def drive_row(drive_dir: Path | Sequence[Path], day: str | None = None) -> Batch
     dirs = [drive_dir] if isinstance(drive_dir, Path) else list(drive_dir)
     runs: list[tuple[Path, Mapping[str, Any]]] = []
     unreadable: list[str] = []
-    for d in dirs:
-        got, bad = read_runs(d, day)
+    for folder in dirs:
+        got, bad = read_runs(folder, day)
         runs += got
         unreadable += bad
     runs.sort(key=lambda r: _str(r[1].get("started")))
