@@ -46,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--firmware", default=None)
     c.add_argument("--frozen", action="store_true", help="security frozen at every power-on")
     c.add_argument("--no-sanitize", action="store_true",
-                   help="no Sanitize feature set (IDENTIFY word 59; SANITIZE aborted)")
+                   help="no Sanitize feature set (IDENTIFY word 59; SANITIZE aborted); "
+                        "SAS: no SANITIZE at all (not in REPORT SUPPORTED OPERATION CODES, "
+                        "ILLEGAL REQUEST invalid opcode)")
     c.add_argument("--power-cut-after", choices=["", "set-pass"], default="",
                    help="cut the guest's power when SECURITY SET PASSWORD arrives")
     c.add_argument("--user-password", default=None,

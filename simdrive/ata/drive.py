@@ -92,7 +92,8 @@ class Config:
     power_cut_after: str = ""  # "set-pass": the guest powers off after SET PASSWORD
     smart: str = "healthy"  # the SMART profile (simdrive/ata/smart.py): healthy or worn
     self_test_seconds: float = 12.0  # a short self-test's length (extended: four times)
-    sanitize: bool = True  # the Sanitize feature set (False: a drive with security erase only)
+    sanitize: bool = True  # the Sanitize feature set (False: a drive with security erase only;
+    # SAS: no SANITIZE command at all, so ssdbench offers FORMAT UNIT)
     # "ata": a SATA SSD behind SAT (scsi.py); "sas": a SAS SSD answering SCSI itself (sas.py)
     personality: str = "ata"
     # SAS only (simdrive/ata/sas.py): the logical block size at creation (512, 520, 528,

@@ -7,7 +7,9 @@ block limits, non-rotating), READ CAPACITY(10/16) with the protection fields, MO
 MODE SELECT with a block descriptor, the log pages smartctl reads for SAS, READ DEFECT DATA,
 SEND DIAGNOSTIC self-tests, REPORT SUPPORTED OPERATION CODES, SANITIZE (overwrite, block
 erase, cryptographic erase, exit failure mode) and FORMAT UNIT, both with the IMMED bit and a
-progress indication in REQUEST SENSE's sense-key-specific bytes while they run. A drive may
+progress indication in REQUEST SENSE's sense-key-specific bytes while they run; or, with the
+config's ``sanitize = False``, no SANITIZE at all (an unknown opcode, not listed), as many
+older SAS drives, whose erase is then FORMAT UNIT (it zeroes every block). A drive may
 start at 520 bytes a block (as arrays format them): Linux's sd then gives it capacity 0
 ("Unsupported sector size 520") and only /dev/sgN reaches it until MODE SELECT + FORMAT UNIT
 make it 512 (or 4096) and a rescan.
@@ -222,6 +224,8 @@ class SasTarget:
             **{o: self._rw for o in (READ6, WRITE6, READ10, WRITE10, READ12, WRITE12, READ16,
                                      WRITE16)},
         }.get(op)
+        if op == SANITIZE and not self.drive.config.sanitize:
+            handler = None  # a drive without SANITIZE (older SAS drives): an unknown opcode
         if handler is None:
             return self._check(Rejected(ILLEGAL_REQUEST, INVALID_OPCODE, f"opcode {op:#04x}"),
                                cdb)
@@ -629,9 +633,23 @@ class SasTarget:
             0x0D: _param(0, bytes([0, p.temperature])) + _param(1, bytes([0, 70])),
             0x10: entries,
             0x11: _param(1, bytes([0, 0, 0, p.percentage_used])),
+            0x15: self._background_scan(),
             0x2F: _param(0, bytes([*p.ie, p.temperature, 70])),
         }
         return {0x00: bytes(sorted([0x00, *pages])), **pages}
+
+    def _background_scan(self) -> bytes:
+        """Log page 15h, Background Scan Results (SBC-4 6.4.2): its status parameter only
+        (no medium scan entries): the accumulated power-on minutes, no scan active, the
+        scans performed. Real SAS SSDs have it; smartctl -x reads it (-l background) and,
+        on a drive without it, prints "Device does not support Background scan results
+        logging" and sets its exit bit 2; smartctl -a takes its power-on time from it."""
+        value = bytearray(12)
+        value[0:4] = (self.profile.hours * 60).to_bytes(4, "big")
+        value[5] = 0x00  # BMS status: no background scans active
+        value[6:8] = (self.profile.hours // 24).to_bytes(2, "big")  # scans performed
+        value[10:12] = (self.profile.hours // 24).to_bytes(2, "big")  # medium scans
+        return _param(0, bytes(value))
 
     def _log_sense(self, cdb: bytes, data: bytes) -> Reply:
         if cdb[1] & 0xFC:
@@ -715,8 +733,12 @@ class SasTarget:
     # ---- REPORT SUPPORTED OPERATION CODES ---------------------------------------------------
 
     def _supported(self) -> tuple[tuple[int, int | None, int], ...]:
-        lacking = {a for a, n in SANITIZE_NAMES.items()
-                   if n in self.drive.config.unsupported_sanitize}
+        """SUPPORTED less the service actions the drive lacks (``unsupported_sanitize``),
+        and less SANITIZE altogether when it has none (``sanitize = False``)."""
+        cfg = self.drive.config
+        if not cfg.sanitize:
+            return tuple(s for s in SUPPORTED if s[0] != SANITIZE)
+        lacking = {a for a, n in SANITIZE_NAMES.items() if n in cfg.unsupported_sanitize}
         return tuple(s for s in SUPPORTED if not (s[0] == SANITIZE and s[1] in lacking))
 
     def _maintenance_in(self, cdb: bytes, data: bytes) -> Reply:
@@ -734,8 +756,8 @@ class SasTarget:
             return Reply(GOOD, (len(descs).to_bytes(4, "big") + descs)[:alloc])
         if option not in (1, 2, 3):
             raise invalid_cdb(f"REPORT SUPPORTED OPERATION CODES option {option}")
-        has_actions = any(op == opcode and sa is not None for op, sa, _ in SUPPORTED)
-        known = any(op == opcode for op, _, _ in SUPPORTED)
+        has_actions = any(op == opcode and sa is not None for op, sa, _ in supported)
+        known = any(op == opcode for op, _, _ in supported)
         if (option == 1 and has_actions) or (option == 2 and known and not has_actions):
             raise invalid_cdb(f"REPORT SUPPORTED OPERATION CODES: {opcode:#04x} option {option}")
         match = [n for op, sa, n in supported

@@ -9,7 +9,11 @@ sanitizes it with verification into a PASS record that says Purge and both sizes
 self-test by hand (started, in progress with REQUEST SENSE's progress, logged, an extended one
 aborted) and the grade plan's self-test (`ssdbench run DEV --plan grade --set
 self_test=short`: ran, passed, graded reuse); sg_format and sg_sanitize by hand show REQUEST SENSE's progress, a read refused meanwhile,
-the data gone after, and sanitize failure mode. With SSDBENCH_SAVE_SAS_CAPTURES=1 the tools'
+the data gone after, and sanitize failure mode. Then a second drive in the same guest, an
+older worn SAS drive with no SANITIZE (guest_sas_second.py): `ssdbench list` offers it
+``scsi-format``, `ssdbench run DEV --plan erase` erases it by FORMAT UNIT into a PASS record
+that says Clear (not Purge) and why, none of the markers left, and `--plan grade` grades it
+scrap for what the worn profile reports. With SSDBENCH_SAVE_SAS_CAPTURES=1 the tools'
 outputs and a support bundle of the 520-byte drive are copied to tests/data/sas-emu/ (the
 parser and discovery tests' captures).
 """
@@ -38,6 +42,10 @@ CAPTURES = REPO / "tests/data/sas-emu"
 # the whole drive read back in the guest: the markers left and its three commonest bytes
 READBACK = REPO / "tests/integration/guest_sas_readback.py"
 GUEST = REPO / "tests/integration/guest_sas_erase.py"
+SECOND = REPO / "tests/integration/guest_sas_second.py"
+# the second drive: an older, worn SAS drive without SANITIZE (FORMAT UNIT is its erase)
+SERIAL2 = "SASEMU0045"
+SIZE2 = 8 << 20
 
 
 
@@ -90,11 +98,11 @@ def erase(out: str, method: str, reformat: str = "") -> str:
     return f'{PY} {GUEST} /run/out/{out} {SERIAL} {method} {reformat}; echo "{out} rc=$?"'
 
 
-def plan_erase(out: str, *params: str) -> str:
+def plan_erase(out: str, *params: str, dev: str = "$dev", serial: str = SERIAL) -> str:
     """The product path: `ssdbench run DEV --plan erase` (discovery, consent, the erase
     stage, the signed record; no PDF: WeasyPrint takes about a minute under TCG)."""
     sets = " ".join(f"--set {p}" for p in ("record_pdf=false", *params))
-    return (f'{PY} -m ssdbench run "$dev" --plan erase --destroy {SERIAL} '
+    return (f'{PY} -m ssdbench run "{dev}" --plan erase --destroy {serial} '
             f'--results /run/out/{out} {sets} > {out}.txt 2>&1; echo "{out} rc=$?"')
 
 
@@ -116,11 +124,36 @@ def self_test_by_hand() -> list[str]:
     ]
 
 
-def plan_grade(out: str, *params: str) -> str:
+def plan_grade(out: str, *params: str, dev: str = "$dev") -> str:
     """The product path, read-only: `ssdbench run DEV --plan grade` (no consent needed)."""
     sets = " ".join(f"--set {p}" for p in params)
-    return (f'{PY} -m ssdbench run "$dev" --plan grade --results /run/out/{out} {sets}'
+    return (f'{PY} -m ssdbench run "{dev}" --plan grade --results /run/out/{out} {sets}'
             f' > {out}.txt 2>&1; echo "{out} rc=$?"')
+
+
+def second_drive() -> list[str]:
+    """The worn drive without SANITIZE beside the first ($dev2, $sg2): its opcodes, a
+    SANITIZE refused, smartctl -x of both drives, `ssdbench list`; three markers by hand,
+    the erase plan (FORMAT UNIT), the whole drive read back; the grade plan (its short
+    self-test fails, as the worn profile's do)."""
+    marker = "MARKER-format"
+    return [
+        f'{PY} {SECOND} /run/out/drive2 /run/out/ready2 /run/out/emu2.log "$dev"'
+        ' > /run/out/serve2.out 2>&1 &',
+        'i=0; while [ ! -s /run/out/ready2 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done',
+        'dev2=$(sed -n 1p /run/out/ready2); sg2=$(sed -n 2p /run/out/ready2)',
+        'sg_opcodes "$sg2" > sg_opcodes-no-sanitize.txt 2>&1',
+        'sg_sanitize --block --quick --early "$sg2" > sanitize-none.txt 2>&1;'
+        ' echo "sanitize-none rc=$?"',
+        'smartctl -j -x "$sg" > smartctl-x.json 2>&1',
+        'smartctl -j -x "$sg2" > smartctl-x-worn.json 2>&1',
+        f'{PY} -m ssdbench list --json > list-2.json 2> list-2.err',
+        *(f'printf "{marker}" | dd of="$dev2" bs=4096 seek={s} conv=notrunc,fsync status=none'
+          for s in (0, 1000, SIZE2 // 4096 - 1)),
+        plan_erase("plan2", dev="$dev2", serial=SERIAL2),
+        f'{PY} {READBACK} "$dev2" {marker} > readback-format.json',
+        plan_grade("grade2", dev="$dev2"),
+    ]
 
 
 def plan_file(run: GuestRun, out: str, name: str) -> Path:
@@ -142,7 +175,9 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
     a block erase by sg_sanitize with its progress; an overwrite that fails (the drive is
     made so) leaves failure mode, which sg_sanitize --fail ends (AUSE); ssdbench's overwrite
     fails the same way and says so, its next erase is refused naming failure mode, a crypto
-    erase by hand ends it and ssdbench's crypto erase verifies."""
+    erase by hand ends it and ssdbench's crypto erase verifies. Then the second, worn drive
+    without SANITIZE (check_second_drive): scsi-format offered, the erase plan's FORMAT UNIT
+    into a Clear PASS record, the grade plan's scrap."""
     work = tmp_path / "vm"
     share = work / "share"
     share.mkdir(parents=True)
@@ -150,6 +185,10 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
         serial=SERIAL, model="SSDBENCH SAS EMU", firmware="S044", size_bytes=SIZE,
         personality="sas", block_size=520, sanitize_seconds=4.0, format_seconds=3.0,
         self_test_seconds=12.0, failing_sanitize=["overwrite"]))
+    AtaDrive.create(share / "drive2", Config(
+        serial=SERIAL2, model="SSDBENCH SAS OLD", firmware="S045", size_bytes=SIZE2,
+        personality="sas", sanitize=False, smart="worn", format_seconds=3.0,
+        self_test_seconds=2.0))
     run = boot(work, timeout_s=900.0, body="\n".join([
         'cat /sys/block/$name/size > size-520.txt',
         'dmesg | grep -i "sector size" > dmesg-520.txt',
@@ -205,6 +244,7 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
         poll("crypto-hand", "progress-crypto-hand.txt"),
         erase("crypto", "scsi-sanitize-crypto"),
         'smartctl -j -a "$sg" > smartctl-after.json 2>&1',
+        *second_drive(),
     ]))
     log = run.read("job.log")
     assert run.returncode == 0, run.console[-2000:] + log[-3000:]
@@ -238,7 +278,7 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
     # the erase plan with scsi_reformat_512: 520 -> 512, then the block erase REPORT
     # SUPPORTED OPERATION CODES offers, verified, in a PASS record that says Purge
     assert "plan rc=0" in log, run.read("plan.txt")[-3000:]
-    rec = check_json(plan_file(run, "plan", "erase-record.json"))  # the schema, 1.2.0
+    rec = check_json(plan_file(run, "plan", "erase-record.json"))  # the schema
     san = rec["sanitization"]
     assert rec["result"]["status"] == "PASS", rec["result"]
     assert (san["method"], san["category"]) == ("scsi-sanitize-block", "Purge"), san
@@ -315,6 +355,7 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
     assert "4096 bytes a block, 4096 blocks" in "\n".join(rec["steps"]), rec["steps"]
     after = json.loads(run.read("smartctl-after.json"))
     assert after["scsi_self_test_0"]["result"]["value"] == 0, after  # the short test passed
+    check_second_drive(run)
     keep = ("sg_inq.txt", "sg_vpd-sn.txt", "sg_vpd-di.txt", "sg_vpd-bl.txt", "sg_vpd-bdc.txt",
             "sg_readcap-520.txt", "sg_readcap-512.txt", "sg_opcodes.txt",
             "sg_requests-progress-idle.txt", "sg_requests-idle.txt", "sg_requests-failed.txt",
@@ -323,10 +364,67 @@ def test_sas_drive_reformatted_520_to_512_and_sanitized_with_progress(tmp_path: 
             "sanitize-block.txt", "smartctl-selftest-before.json", "smartctl-t-short.json",
             "smartctl-selftest-running.json", "smartctl-selftest-running.txt",
             "sg_requests-selftest.txt", "smartctl-selftest-after.json", "smartctl-t-long.json",
-            "smartctl-X.json", "smartctl-selftest-aborted.json")
+            "smartctl-X.json", "smartctl-selftest-aborted.json", "sg_opcodes-no-sanitize.txt",
+            "smartctl-x.json", "smartctl-x-worn.json")
     if os.environ.get("SSDBENCH_SAVE_SAS_CAPTURES"):  # refresh tests/data/sas-emu/
         CAPTURES.mkdir(parents=True, exist_ok=True)
         for name in keep:
             shutil.copy(run.share_dir / name, CAPTURES / name)
         shutil.rmtree(CAPTURES / "bundle-520", ignore_errors=True)
         shutil.copytree(run.share_dir / "bundle-520", CAPTURES / "bundle-520")
+
+
+def check_second_drive(run: GuestRun) -> None:
+    """The worn drive without SANITIZE: REPORT SUPPORTED OPERATION CODES lists none and the
+    opcode is refused; smartctl -x reads both drives without its exit bit 2 (log page 15h,
+    background scan results, answered); `ssdbench list` offers scsi-format; the erase plan
+    formats it (FORMAT UNIT, the block size kept) into a PASS record that says Clear and
+    why, with none of the markers left; the grade plan grades it scrap."""
+    log = run.read("job.log")
+    emu2 = run.read("emu2.log")
+    assert "attached as" in emu2, run.read("serve2.out")[-2000:]
+    opcodes = run.read("sg_opcodes-no-sanitize.txt")
+    assert "Format Unit" in opcodes and "Sanitize" not in opcodes, opcodes
+    # sg3_utils exit status 9: INVALID COMMAND OPERATION CODE (5 is another ILLEGAL REQUEST)
+    assert "sanitize-none rc=9" in log, run.read("sanitize-none.txt")
+    assert "SCSI 48 -> CHECK CONDITION key 0x5 20/00" in emu2, emu2[-2000:]
+    for name, hours in (("smartctl-x.json", 1234), ("smartctl-x-worn.json", 46000)):
+        x = json.loads(run.read(name))
+        assert x["smartctl"]["exit_status"] & 4 == 0, (name, x["smartctl"])
+        assert x["power_on_time"]["hours"] == hours, (name, x.get("power_on_time"))
+        assert "scsi_background_scan" in x, name
+    worn = json.loads(run.read("smartctl-x-worn.json"))
+    assert worn["smart_status"]["passed"] is False  # IE 5Dh/00h: FAILURE PREDICTION
+    listed = [d for d in json.loads(run.read("list-2.json")) if d["serial"] == SERIAL2]
+    assert len(listed) == 1, run.read("list-2.json")[-3000:] + run.read("list-2.err")
+    (seen,) = listed
+    assert seen["erase_methods"] == ["scsi-format"] and seen["erase_refusal"] == [], seen
+    # the erase plan: FORMAT UNIT, the markers written before and none left after, PASS
+    # recorded as Clear with the reason it is not Purge
+    assert "plan2 rc=0" in log, run.read("plan2.txt")[-3000:]
+    rec = check_json(plan_file(run, "plan2", "erase-record.json"))
+    san = rec["sanitization"]
+    assert rec["result"]["status"] == "PASS", rec["result"]
+    assert rec["result"]["reason"].startswith("Clear by SCSI FORMAT UNIT"), rec["result"]
+    assert (san["method"], san["category"]) == ("scsi-format", "Clear"), san
+    assert "FORMAT UNIT" in san["technique"] and "not Purge" in san["note"], san
+    assert rec["verification"]["result"] == "passed" and rec["verification"]["sampled"] == 16
+    steps = "\n".join(san["steps"])
+    assert "no SANITIZE service action" in steps, steps
+    assert "FORMAT UNIT started, keeping 512 bytes a block, 16384 blocks" in steps, steps
+    assert "512 bytes a block, 16384 blocks, protection type 0, as before" in steps, steps
+    commands = plan_file(run, "plan2", "log.txt").read_text()
+    assert "sg_format --format --size=512 --fmtpinfo=0 --quick --early" in commands, commands
+    assert not re.search(r"sg_sanitize --(block|crypto|overwrite)", commands), commands
+    assert "FORMAT UNIT: 512 -> 512 bytes a block" in emu2, emu2[-2000:]
+    seen = json.loads(run.read("readback-format.json"))
+    assert seen == {"markers": 0, "bytes": SIZE2, "common": [[0, SIZE2]]}, seen
+    # the grade plan: the worn drive is scrap, for what its log pages and self-test say
+    assert "grade2 rc=0" in log, run.read("grade2.txt")[-3000:]
+    graded = json.loads(plan_file(run, "grade2", "run.json").read_text())
+    grade = graded["grade"]
+    assert grade["grade"] == "scrap", grade
+    counters = {r["counter"] for r in grade["reasons"]}
+    assert {"smart_status", "uncorrected_errors", "grown_defects", "self_test",
+            "power_on_hours", "percentage_used"} <= counters, grade["reasons"]
+    assert graded["self_test"]["ran"] is True and graded["self_test"]["result"]["passed"] is False

@@ -135,13 +135,20 @@ def test_a_drive_that_does_not_answer_report_supported_operation_codes_gets_scsi
     assert d.erase_methods == ("scsi-sanitize",) and d.erase_refusal == ()
 
 
-def test_a_drive_that_lists_no_sanitize_is_offered_none() -> None:
-    """The real table without its SANITIZE rows: the drive has no firmware erase."""
+def test_a_drive_that_lists_no_sanitize_is_offered_the_format_and_without_it_none() -> None:
+    """The real table without its SANITIZE rows: FORMAT UNIT is its erase (``scsi-format``,
+    Clear at most); without the FORMAT UNIT row too, the drive has no firmware erase."""
     rows = "\n".join(line for line in capture("sg_opcodes.txt").splitlines()
                      if not line.startswith(" 48 ")) + "\n"
-    assert not parse_opcodes(rows).sanitize
+    assert not parse_opcodes(rows).sanitize and parse_opcodes(rows).format_unit
     m = sas_machine(opcodes=None)
     m.runner.add(["sg_opcodes", DEV], stdout=rows)
+    d = only_drive(m)
+    assert d.erase_methods == ("scsi-format",) and d.erase_refusal == ()
+    assert d.to_json()["erase_methods"] == ["scsi-format"]
+    bare = "\n".join(line for line in rows.splitlines() if not line.startswith(" 04 ")) + "\n"
+    m = sas_machine(opcodes=None)
+    m.runner.add(["sg_opcodes", DEV], stdout=bare)
     d = only_drive(m)
     assert d.erase_methods == () and d.erase_refusal == (REFUSE_NO_METHOD,)
 

@@ -35,10 +35,20 @@ def test_discovered_sas_drive_is_erased_by_scsi_sanitize_by_default(tmp_path: Pa
 
 
 def test_a_sas_drive_listing_no_sanitize_is_not_sanitized_by_default() -> None:
+    """No SANITIZE listed: never ``scsi-sanitize``; FORMAT UNIT (``scsi-format``, Clear
+    at most) comes before the plan's overwrite fallback; a table without FORMAT UNIT either
+    leaves the fallback."""
     rows = "\n".join(line for line in capture("sg_opcodes.txt").splitlines()
                      if not line.startswith(" 48 ")) + "\n"
     m = sas_machine(opcodes=None)
     m.runner.add(["sg_opcodes", DEV], stdout=rows)
     target = target_from_drive(only_drive(m))
-    assert not target.scsi_sanitize
+    assert not target.scsi_sanitize and target.scsi_format
+    assert choose_method(target, options=EraseOptions(erase_fallback="overwrite")) == \
+        "scsi-format"
+    bare = "\n".join(line for line in rows.splitlines() if not line.startswith(" 04 ")) + "\n"
+    m = sas_machine(opcodes=None)
+    m.runner.add(["sg_opcodes", DEV], stdout=bare)
+    target = target_from_drive(only_drive(m))
+    assert not target.scsi_sanitize and not target.scsi_format
     assert choose_method(target, options=EraseOptions(erase_fallback="overwrite")) == "overwrite"

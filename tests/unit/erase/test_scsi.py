@@ -307,6 +307,6 @@ def test_scsi_methods_are_secure_methods_with_one_vocabulary() -> None:
 
     assert scsi.SCSI_METHODS == erase_model.SCSI_METHODS == (
         "scsi-sanitize", "scsi-sanitize-block", "scsi-sanitize-crypto",
-        "scsi-sanitize-overwrite")
+        "scsi-sanitize-overwrite", "scsi-format")
     assert set(scsi.SCSI_METHODS) <= set(SECURE_METHODS) <= set(ALL_METHODS)
     assert set(scsi.SCSI_METHODS) <= set(devices_model.ERASE_METHODS)

@@ -13,8 +13,16 @@ from typing import Any
 import pytest
 
 from ssdbench.erase import EraseOptions, scsi
-from ssdbench.erase.model import SCSI_METHODS, EraseRecord
-from ssdbench.record import PASS, PURGE, build_record, sanitization_for, seal, write_record_files
+from ssdbench.erase.model import SCSI_SANITIZE_METHODS, EraseRecord
+from ssdbench.record import (
+    CLEAR,
+    PASS,
+    PURGE,
+    build_record,
+    sanitization_for,
+    seal,
+    write_record_files,
+)
 from ssdbench.record.sign import verify_record_bytes
 from ssdbench.system import Host
 from tests.schema_check import check_json
@@ -24,7 +32,7 @@ from tests.unit.erase.test_scsi import reformat_script, reporter
 from tests.unit.record.test_record import make_key
 
 
-@pytest.mark.parametrize("method", SCSI_METHODS)
+@pytest.mark.parametrize("method", SCSI_SANITIZE_METHODS)
 def test_every_scsi_sanitize_method_is_purge_never_unmapped(method: str) -> None:
     san = sanitization_for(method)
     assert san.category == PURGE, method
@@ -86,7 +94,7 @@ def test_sas_record_says_purge_by_scsi_sanitize_with_the_reformat_sizes(
     key = make_key(tmp_path)
     files = write_record_files(tmp_path, seal(r, str(key)), pdf=False)
     path = tmp_path / files["json"]
-    data = check_json(path)  # erase-record.json.schema.json 1.2.0: scsi_reformat
+    data = check_json(path)  # erase-record.json.schema.json (1.2.0 on): scsi_reformat
     assert data["sanitization"]["scsi_reformat"] == json.loads(json.dumps(refmt))
     assert verify_record_bytes(path.read_bytes()).ok
     raw = path.read_bytes()  # the sizes are signed with the rest
@@ -104,3 +112,42 @@ def test_a_hostile_scsi_reformat_member_renders_as_text(tmp_path: Path) -> None:
     files = write_record_files(tmp_path, seal(r, ""), pdf=False)
     html = (tmp_path / files["html"]).read_text()
     assert "<script>x" not in html and "&lt;b&gt;done&lt;/b&gt;" in html
+
+
+def test_scsi_format_is_clear_never_purge_with_the_reason() -> None:
+    san = sanitization_for("scsi-format")
+    assert san.category == CLEAR
+    assert "SCSI FORMAT UNIT" in san.technique
+    assert "section 2.4 (Clear)" in san.reference and "A-8" in san.reference
+    assert "not Purge" in san.note and "SANITIZE" in san.note
+
+
+def test_a_verified_format_record_is_a_clear_pass_on_its_certificate(tmp_path: Path) -> None:
+    """A drive without SANITIZE erased by FORMAT UNIT: PASS, Clear by SCSI FORMAT UNIT, the
+    steps as the erase wrote them; schema-valid; the certificate says Clear and why."""
+    erase = EraseRecord(
+        method="scsi-format", secure=True, verified=True, duration_s=5.1,
+        detail="scsi-format in 4.0 s; 16 markers erased", device="/dev/sda",
+        serial="SASEMU0044", started="2026-11-28T19:00:00Z", finished="2026-11-28T19:00:06Z",
+        steps=("method scsi-format", "REPORT SUPPORTED OPERATION CODES: FORMAT UNIT, no "
+               "SANITIZE service action (the drive has none)",
+               "sg_format --format --size=512 --fmtpinfo=0 --quick --early: FORMAT UNIT "
+               "started, keeping 512 bytes a block, 32768 blocks, protection type 0")).to_dict()
+    erase["verification"] = {"markers": 16, "block_bytes": 512, "offsets": [0, 1048576],
+                             "survivors": [], "passed": True}
+    drive = only_drive(sas_machine(block=512)).to_json()
+    r = build_record(
+        drive=drive, erase=erase, error=None, hidden={},
+        tools={"ssdbench": "0.1.0", "sg3_utils": "1.46"}, people={"operator": "A. Tester"},
+        health_before=None, health_after=None, started="2026-11-28T19:00:00Z",
+        finished="2026-11-28T19:00:07Z", duration_s=7.0,
+        record_id="00000000-0000-4000-8000-000000000045")
+    assert r["result"]["status"] == PASS, r["result"]
+    assert r["result"]["reason"].startswith("Clear by SCSI FORMAT UNIT")
+    san = r["sanitization"]
+    assert (san["category"], san["method"]) == (CLEAR, "scsi-format")
+    assert "scsi_reformat" not in san
+    files = write_record_files(tmp_path, seal(r, ""), pdf=False)
+    check_json(tmp_path / files["json"])
+    html = (tmp_path / files["html"]).read_text()
+    assert "Clear" in html and "SCSI FORMAT UNIT" in html and "not Purge" in html

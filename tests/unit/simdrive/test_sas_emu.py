@@ -117,7 +117,7 @@ def test_inquiry_and_vpd_pages(tmp_path: Path) -> None:
     cdb(0x12, 0x02, 0, 0, 96, 0),  # CMDDT
     cdb(0x48, 0x04, length=10),  # SANITIZE service action 4
     cdb(0x48, 0x02, 0, 0, 0, 0, 0, 0, 8, 0),  # block erase with a parameter list
-    cdb(0x4D, 0, 0x55, 0, 0, 0, 0, 1, 0, 0),  # LOG SENSE of a page it has not
+    cdb(0x4D, 0, 0x58, 0, 0, 0, 0, 1, 0, 0),  # LOG SENSE of a page it has not (18h)
     cdb(0x04, 0x40, length=6),  # FORMAT UNIT FMTPINFO 01b
     cdb(0x37, 0, 0x09, length=10),  # READ DEFECT DATA, address format 1
     cdb(0x9E, 0x11, length=16),  # SERVICE ACTION IN(16) 11h
@@ -234,6 +234,36 @@ def test_unsupported_sanitize_is_refused_and_not_reported(tmp_path: Path) -> Non
     assert sanitize_actions == {0x01, 0x03, 0x1F}
 
 
+def test_a_drive_without_sanitize_lists_none_and_refuses_the_opcode(tmp_path: Path) -> None:
+    """``sanitize = False`` (older SAS drives): REPORT SUPPORTED OPERATION CODES lists no
+    SANITIZE, SANITIZE is INVALID COMMAND OPERATION CODE, FORMAT UNIT stays and zeroes
+    every block."""
+    _, t = new(tmp_path, sanitize=False)
+    assert key(sanitize(t, 0x02)) == (ILLEGAL_REQUEST, 0x20, 0x00)
+    assert key(t(cdb(0x48, 0x1F, 0, 0, 0, 0, 0, 0, 0, 0), b"")) == (ILLEGAL_REQUEST, 0x20, 0)
+    every = t(cdb(0xA3, 0x0C, 0x00, 0, 0, 0, 0, 0, 4, 0, 0, 0), b"").data
+    descs = [every[4 + i : 12 + i] for i in range(0, len(every) - 4, 8)]
+    assert not [d for d in descs if d[0] == 0x48] and [d for d in descs if d[0] == 0x04]
+    for action in (0x01, 0x02, 0x03):  # one opcode and service action: not supported
+        one = t(cdb(0xA3, 0x0C, 0x02, 0x48, 0x00, action, 0, 0, 1, 0, 0, 0), b"").data
+        assert one[1] & 0x07 == 0x01, action
+    blocks = SIZE // 512
+    for lba in (0, blocks // 2, blocks - 1):
+        assert write(t, lba, b"M" * 512).status == GOOD
+    assert format_unit(t, immediate=False).status == GOOD
+    assert read_capacity16(t) == (blocks, 512, 0)  # the same size: only re-initialized
+    assert read(t, 0, blocks).data == bytes(SIZE)  # every block zeros
+
+
+def test_background_scan_results_page(tmp_path: Path) -> None:
+    """Log page 15h, what smartctl -x reads (-l background; a drive without it sets
+    smartctl's exit bit 2): the status parameter, 12 bytes, the power-on minutes."""
+    _, t = new(tmp_path, smart="worn")
+    (status,) = log_page(t, 0x15).values()
+    assert len(status) == 12
+    assert int.from_bytes(status[0:4], "big") == 46000 * 60 and status[5] == 0
+
+
 def log_page(t: SasTarget, page: int) -> dict[int, bytes]:
     data = t(cdb(0x4D, 0, 0x40 | page, 0, 0, 0, 0, 0x10, 0, 0), b"").data
     assert data[0] == page
@@ -251,7 +281,7 @@ def test_log_pages_of_each_profile(tmp_path: Path, profile: str, used: int, unco
                                    ie: tuple[int, int], defects: int) -> None:
     _, t = new(tmp_path, smart=profile)
     assert set(t(cdb(0x4D, 0, 0x40, 0, 0, 0, 0, 0, 64, 0), b"").data[4:]) == {
-        0x00, 0x02, 0x03, 0x06, 0x0D, 0x10, 0x11, 0x2F}
+        0x00, 0x02, 0x03, 0x06, 0x0D, 0x10, 0x11, 0x15, 0x2F}
     assert log_page(t, 0x11)[1][3] == used
     assert int.from_bytes(log_page(t, 0x03)[6], "big") == uncorrected
     assert tuple(log_page(t, 0x2F)[0][:2]) == ie

@@ -35,6 +35,7 @@ from ssdbench.devices.model import (
     NVME_SANITIZE_BLOCK,
     NVME_SANITIZE_CRYPTO,
     NVME_SANITIZE_OVERWRITE,
+    SCSI_FORMAT,
     SCSI_SANITIZE,
     SCSI_SANITIZE_BLOCK,
     SCSI_SANITIZE_CRYPTO,
@@ -288,11 +289,13 @@ def _scsi_erase_methods(opcodes: Opcodes) -> list[str]:
     """``scsi-sanitize`` (the erase takes block, else crypto, else overwrite) and each
     service action the drive lists; a drive that did not answer REPORT SUPPORTED OPERATION
     CODES is offered ``scsi-sanitize`` (the erase tries each service action in turn, an
-    ILLEGAL REQUEST moves to the next, the record names the one that ran)."""
+    ILLEGAL REQUEST moves to the next, the record names the one that ran). A drive that
+    lists no SANITIZE at all but FORMAT UNIT (older SAS drives) is offered ``scsi-format``
+    (Clear at most: docs/erase.md); one that lists neither, nothing."""
     if not opcodes.listed:
         return [SCSI_SANITIZE]
     if not opcodes.sanitize:
-        return []
+        return [SCSI_FORMAT] if opcodes.format_unit else []
     return [SCSI_SANITIZE, *(m for a, m in SCSI_SANITIZE_BY_ACTION.items()
                              if a in opcodes.sanitize_actions)]
 
@@ -339,8 +342,9 @@ def discover(
     ``ata_passthrough`` (default: :func:`ata_passthrough_optins`) opts SAS/SCSI drives in
     to ATA pass-through by serial, kernel name or path; a SATA drive behind a SAS/SCSI layer
     (INQUIRY vendor ``ATA``) that is not opted in keeps the ``scsi-not-supported`` refusal;
-    any other SAS/SCSI drive is asked ``sg_opcodes`` and offered ``scsi-sanitize`` (never
-    when it is protected), and one of capacity 0 is asked ``sg_readcap`` (520/528-byte
+    any other SAS/SCSI drive is asked ``sg_opcodes`` and offered ``scsi-sanitize``, or
+    ``scsi-format`` when it lists no SANITIZE but FORMAT UNIT (never when it is
+    protected), and one of capacity 0 is asked ``sg_readcap`` (520/528-byte
     blocks: listed with a problem line, ``Drive.scsi_block_size``).
 
     ``only`` (kernel names) restricts discovery to those disks, and no command reaches any

@@ -32,6 +32,8 @@ SCSI_SANITIZE = "scsi-sanitize"
 SCSI_SANITIZE_BLOCK = "scsi-sanitize-block"
 SCSI_SANITIZE_CRYPTO = "scsi-sanitize-crypto"
 SCSI_SANITIZE_OVERWRITE = "scsi-sanitize-overwrite"
+# FORMAT UNIT where the drive lists no SANITIZE at all (erase/scsi.py; Clear at most)
+SCSI_FORMAT = "scsi-format"
 
 ERASE_METHODS = (
     ATA_SECURITY_ERASE,
@@ -47,6 +49,7 @@ ERASE_METHODS = (
     SCSI_SANITIZE_BLOCK,
     SCSI_SANITIZE_CRYPTO,
     SCSI_SANITIZE_OVERWRITE,
+    SCSI_FORMAT,
 )
 
 # Transports (`Drive.transport`).

@@ -17,7 +17,8 @@ from ssdbench.devices.sed import UNLOCK_ADVICE
 from ssdbench.erase.model import (
     ATA_SANITIZE_BLOCK,
     ATA_SANITIZE_CRYPTO,
-    SCSI_METHODS,
+    SCSI_FORMAT,
+    SCSI_SANITIZE_METHODS,
     AtaSecurityState,
     EraseTarget,
     NvmeCaps,
@@ -100,6 +101,7 @@ def target_from_drive(drive: Any) -> EraseTarget:
         nsid=nsid,
         sed_lock=sed_lock,
         ata_passthrough=bool(_attr(drive, "ata_passthrough", False)),
-        scsi_sanitize=bool(set(methods) & set(SCSI_METHODS)),
+        scsi_sanitize=bool(set(methods) & set(SCSI_SANITIZE_METHODS)),
+        scsi_format=SCSI_FORMAT in methods,
         identity=identity,
     )

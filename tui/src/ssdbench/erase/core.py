@@ -119,6 +119,9 @@ def available_methods(
         # SCSI SANITIZE (erase/scsi.py): the service action is chosen when the erase starts,
         # from what the drive lists (REPORT SUPPORTED OPERATION CODES)
         return [scsi.SCSI_SANITIZE], ""
+    if transport in scsi.SCSI_TRANSPORTS and target.scsi_format:
+        # no SANITIZE listed at all: FORMAT UNIT re-initializes every block (Clear at most)
+        return [scsi.SCSI_FORMAT], ""
     return [], (
         f"transport {transport!r} (SAS/RAID/SCSI paths block ATA security commands; a SATA "
         "drive behind an HBA that passes them through can be opted in: docs/erase.md)"
@@ -306,7 +309,7 @@ def erase_drive(
         elif chosen in (NVME_FORMAT_USER_DATA, NVME_FORMAT_CRYPTO):
             steps += nvme.format_nvm(host, target, chosen, options, reporter)
         elif chosen in scsi.SCSI_METHODS:
-            chosen, more = scsi.sanitize(host, target, scsi_order, options, reporter)
+            chosen, more = scsi.erase(host, target, scsi_order, options, reporter)
             steps += more
         elif chosen == OVERWRITE:
             why = "" if method == OVERWRITE else available_methods(target, options)[1]

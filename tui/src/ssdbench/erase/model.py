@@ -30,6 +30,9 @@ SCSI_SANITIZE = "scsi-sanitize"  # the best the drive has: block, else crypto, e
 SCSI_SANITIZE_BLOCK = "scsi-sanitize-block"
 SCSI_SANITIZE_CRYPTO = "scsi-sanitize-crypto"
 SCSI_SANITIZE_OVERWRITE = "scsi-sanitize-overwrite"  # one pass of zeros
+# FORMAT UNIT (sg_format, the current block size kept) on a drive that lists no SANITIZE at
+# all, as many older SAS drives: re-initializes every block; Clear at most (record/nist.py)
+SCSI_FORMAT = "scsi-format"
 DISCARD = "discard"  # the fallback with secure=false (erase_fallback = "discard")
 # Clear by overwrite: one pass over every block (erase/overwrite.py); any drive, the
 # fallback with erase_fallback = "overwrite" or chosen by name
@@ -51,12 +54,13 @@ NVME_METHODS = (
 )
 # ``scsi-sanitize`` is what discovery offers and a plan asks for; the record's method is the
 # service action that ran (one of the other three)
-SCSI_METHODS = (
+SCSI_SANITIZE_METHODS = (
     SCSI_SANITIZE,
     SCSI_SANITIZE_BLOCK,
     SCSI_SANITIZE_CRYPTO,
     SCSI_SANITIZE_OVERWRITE,
 )
+SCSI_METHODS = (*SCSI_SANITIZE_METHODS, SCSI_FORMAT)
 SECURE_METHODS = ATA_METHODS + NVME_METHODS + SCSI_METHODS
 ALL_METHODS = (*SECURE_METHODS, OVERWRITE, DISCARD)
 
@@ -164,6 +168,9 @@ class EraseTarget:
     # A SAS/SCSI drive discovery offered ``scsi-sanitize`` (it lists a SANITIZE service
     # action, or did not answer REPORT SUPPORTED OPERATION CODES): the erase's default
     scsi_sanitize: bool = False
+    # A SAS/SCSI drive discovery offered ``scsi-format`` (it lists FORMAT UNIT and no
+    # SANITIZE service action at all): the erase's default when it has no SANITIZE
+    scsi_format: bool = False
     # Everything the drive reports and the kernel sees (``Drive.identity``): the password
     # journal knows the drive by it, so twins that share a serial keep a password each.
     identity: DriveIdentity | None = None

@@ -17,6 +17,11 @@ emulated SAS drive of docs/ata-emulator.md in QEMU, in tests/data/sas-emu/):
 * ``sg_format --format --size=512 --quick --early DEV``: MODE SELECT with the new block
   length, FORMAT UNIT with IMMED; then the SCSI rescan so sd reads the new capacity (sd
   gives a 520-byte drive capacity 0: "Unsupported sector size 520").
+* ``sg_format --format --size=<current> --fmtpinfo=N [--pfu=1] --quick --early DEV``: the
+  erase of a drive that lists no SANITIZE at all (``scsi-format``): FORMAT UNIT with IMMED
+  keeping the block size and protection type, which re-initializes every block; its
+  progress as above, then READ CAPACITY(16) must show the drive as it was. Not a Purge in
+  NIST SP 800-88 Rev. 1 (Tables A-7/A-8 name SANITIZE): Clear at most (record/nist.py).
 
 Every output is untrusted: a line that does not say what it should is a ParseError turned
 into an EraseError naming the tool, never a default.
@@ -33,6 +38,7 @@ from ssdbench.devices.scsi import Capacity, Opcodes, parse_opcodes, parse_readca
 from ssdbench.devices.scsi import lines_of as _lines
 from ssdbench.erase.hidden import rescan_kernel_view
 from ssdbench.erase.model import (
+    SCSI_FORMAT,
     SCSI_METHODS,
     SCSI_SANITIZE,
     SCSI_SANITIZE_BLOCK,
@@ -49,11 +55,12 @@ from ssdbench.erase.ticker import Reporter
 from ssdbench.system import CommandError, CommandNotFound, Host
 
 # the parsers and method names live with discovery and the erase model, which read them too
-__all__ = ["SCSI_METHODS", "SCSI_SANITIZE", "SCSI_SANITIZE_BLOCK", "SCSI_SANITIZE_CRYPTO",
-           "SCSI_SANITIZE_OVERWRITE", "Capacity", "Opcodes", "SenseState", "candidates",
-           "check_target", "choose", "parse_opcodes", "parse_progress", "parse_readcap",
-           "parse_requests", "prepare_recorded", "read_capacity", "read_opcodes",
-           "reformat", "sanitize", "wait_for_progress"]
+__all__ = ["SCSI_FORMAT", "SCSI_METHODS", "SCSI_SANITIZE", "SCSI_SANITIZE_BLOCK",
+           "SCSI_SANITIZE_CRYPTO", "SCSI_SANITIZE_OVERWRITE", "Capacity", "Opcodes",
+           "SenseState", "candidates", "check_target", "choose", "erase", "format_unit",
+           "parse_opcodes", "parse_progress", "parse_readcap", "parse_requests",
+           "prepare_recorded", "read_capacity", "read_opcodes", "reformat", "sanitize",
+           "wait_for_progress"]
 
 ORDER = (SCSI_SANITIZE_BLOCK, SCSI_SANITIZE_CRYPTO, SCSI_SANITIZE_OVERWRITE)
 SERVICE_ACTIONS = {SCSI_SANITIZE_BLOCK: 0x02, SCSI_SANITIZE_CRYPTO: 0x03,
@@ -63,6 +70,7 @@ SG_SANITIZE_OPTIONS = {SCSI_SANITIZE_BLOCK: ("--block",), SCSI_SANITIZE_CRYPTO: 
 SCSI_TRANSPORTS = ("sas", "scsi")
 REFORMAT_SIZES = (512, 4096)
 SG_LIB_CAT_ILLEGAL_REQ = 5  # sg3_utils' exit status for ILLEGAL REQUEST (sg3_utils(8))
+SG_LIB_CAT_INVALID_OP = 9  # ILLEGAL REQUEST, INVALID COMMAND OPERATION CODE: no such command
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,12 @@ class SenseState:
     @property
     def sanitize_failed(self) -> bool:
         return "sanitize command failed" in self.additional.lower()
+
+    @property
+    def format_failed(self) -> bool:
+        """MEDIUM FORMAT CORRUPTED (31h/00h) or FORMAT COMMAND FAILED (31h/01h)."""
+        more = self.additional.lower()
+        return "format corrupted" in more or "format command failed" in more
 
 
 def parse_progress(text: str) -> float | None:
@@ -230,10 +244,35 @@ def _as_seen(target: EraseTarget, cap: Capacity) -> EraseTarget:
     return replace(target, size_bytes=cap.size_bytes, logical_block_size=cap.block_size)
 
 
+def format_allowed(path: str, opcodes: Opcodes) -> None:
+    """``scsi-format`` only where REPORT SUPPORTED OPERATION CODES lists FORMAT UNIT and no
+    SANITIZE that erases: a drive with SANITIZE is purged with it, and a drive that did not
+    answer may have it (``scsi-sanitize`` tries each service action)."""
+    if not opcodes.listed:
+        raise NoEraseMethod(
+            f"{path}: {SCSI_FORMAT}: the drive did not answer REPORT SUPPORTED OPERATION "
+            f"CODES, so it may have SANITIZE: use {SCSI_SANITIZE} (it tries each service "
+            "action)", method=SCSI_FORMAT)
+    if opcodes.sanitize:
+        offered = ", ".join(f"{a:#04x}" for a in sorted(opcodes.sanitize_actions))
+        raise NoEraseMethod(
+            f"{path}: {SCSI_FORMAT} is only for a drive without SANITIZE; this one lists "
+            f"SANITIZE {offered}: use {SCSI_SANITIZE} (a Purge, not a Clear)",
+            method=SCSI_FORMAT)
+    if not opcodes.format_unit:
+        raise NoEraseMethod(f"{path}: {SCSI_FORMAT}: the drive lists neither SANITIZE nor "
+                            "FORMAT UNIT", method=SCSI_FORMAT)
+
+
 def choose(host: Host, target: EraseTarget, method: str) -> tuple[list[str], list[str]]:
-    """The service actions to try for ``method`` (from ``sg_opcodes``) and the step."""
+    """The service actions to try for ``method`` (from ``sg_opcodes``) and the step;
+    ``[scsi-format]`` for ``scsi-format`` on a drive that lists no SANITIZE."""
     check_target(target, method)
     opcodes = read_opcodes(host, target.path)
+    if method == SCSI_FORMAT:
+        format_allowed(target.path, opcodes)
+        return [SCSI_FORMAT], ["REPORT SUPPORTED OPERATION CODES: FORMAT UNIT, no SANITIZE "
+                               "service action (the drive has none)"]
     order = candidates(method, opcodes)
     if opcodes.listed:
         listed = sorted(f"{a:#04x}" for a in opcodes.sanitize_actions)
@@ -241,6 +280,67 @@ def choose(host: Host, target: EraseTarget, method: str) -> tuple[list[str], lis
     else:
         step = "REPORT SUPPORTED OPERATION CODES not answered: trying " + ", ".join(order)
     return order, [step]
+
+
+def erase(host: Host, target: EraseTarget, order: list[str], options: EraseOptions,
+          reporter: Reporter) -> tuple[str, list[str]]:
+    """The erase ``prepare_recorded`` chose: FORMAT UNIT for ``[scsi-format]``, else
+    SANITIZE. Returns (the method that ran, steps)."""
+    if order == [SCSI_FORMAT]:
+        return SCSI_FORMAT, format_unit(host, target, options, reporter)
+    return sanitize(host, target, order, options, reporter)
+
+
+# FORMAT UNIT's FMTPINFO and PFU (SBC-4 5.3.2, Table 40) for each protection type
+FMTPINFO = {0: ("--fmtpinfo=0",), 1: ("--fmtpinfo=2",), 2: ("--fmtpinfo=3",),
+            3: ("--fmtpinfo=3", "--pfu=1")}
+
+
+def format_unit(host: Host, target: EraseTarget, options: EraseOptions,
+                reporter: Reporter) -> list[str]:
+    """FORMAT UNIT with IMMED keeping the block size and protection type (a drive that
+    lists no SANITIZE): its progress until done, REQUEST SENSE after it (a format that
+    failed: MEDIUM FORMAT CORRUPTED / FORMAT COMMAND FAILED), and READ CAPACITY(16) the
+    same as before. Never retried once started: the medium is unusable until a format
+    succeeds."""
+    before = read_capacity(host, target.path)
+    argv = ["sg_format", "--format", f"--size={before.block_size}",
+            *FMTPINFO[before.protection_type], "--quick", "--early", target.path]
+    reporter.send("FORMAT UNIT (re-initializing every block)", fraction=0.0)
+    try:
+        host.runner.run(argv, timeout=120.0)
+    except CommandError as exc:
+        raise EraseError(f"{target.path}: FORMAT UNIT refused: {exc}",
+                         method=SCSI_FORMAT) from exc
+    steps = [f"{' '.join(argv[:-1])}: FORMAT UNIT started, keeping {before.block_size} bytes "
+             f"a block, {before.blocks} blocks, protection type {before.protection_type}: "
+             "the drive re-initializes every block (it has no SANITIZE)"]
+    try:
+        steps += wait_for_progress(host, target.path, "FORMAT UNIT", options, reporter,
+                                   limit_s=sanitize_limit_s(options, before.size_bytes))
+        state: SenseState = _run_parsed(host, ["sg_requests", target.path], parse_requests,
+                                        stderr=True)
+        if state.format_failed:
+            raise EraseError(
+                f"{target.path}: the FORMAT UNIT failed ({state.sense_key}: "
+                f"{state.additional}); the drive refuses reads until a format succeeds. "
+                "Not retrying automatically.")
+        after = read_capacity(host, target.path)
+    except EraseError as exc:
+        exc.method = SCSI_FORMAT
+        raise
+    steps.append(f"REQUEST SENSE after it: {state.sense_key}"
+                 + (f", {state.additional}" if state.additional else ""))
+    if after != before:
+        raise EraseError(
+            f"{target.path}: after FORMAT UNIT the drive reports {after.block_size} bytes a "
+            f"block, {after.blocks} blocks, protection type {after.protection_type}; before "
+            f"it {before.block_size}, {before.blocks}, {before.protection_type}",
+            method=SCSI_FORMAT)
+    steps.append(f"after it: {after.block_size} bytes a block, {after.blocks} blocks, "
+                 f"protection type {after.protection_type}, as before")
+    reporter.send("FORMAT UNIT done", fraction=1.0)
+    return steps
 
 
 def sanitize(host: Host, target: EraseTarget, order: list[str], options: EraseOptions,
@@ -254,6 +354,12 @@ def sanitize(host: Host, target: EraseTarget, order: list[str], options: EraseOp
         try:
             host.runner.run(argv, timeout=120.0)
         except CommandError as exc:
+            if exc.returncode == SG_LIB_CAT_INVALID_OP:  # no service action will do
+                raise NoEraseMethod(
+                    f"{target.path}: the drive has no SANITIZE (INVALID COMMAND OPERATION "
+                    "CODE) and did not list its commands (REPORT SUPPORTED OPERATION CODES), "
+                    f"so {SCSI_FORMAT} cannot be offered either: erase_fallback = "
+                    "\"overwrite\" Clears it by overwriting every block", method=method) from exc
             if exc.returncode == SG_LIB_CAT_ILLEGAL_REQ and n + 1 < len(order):
                 steps.append(f"{method}: ILLEGAL REQUEST (not supported); next")
                 continue

@@ -10,6 +10,10 @@ later than Rev. 1, named by Rev. 2's reference to IEEE 2883) purges the whole su
 for SCSI SSDs (SAS), Purge is the SCSI SANITIZE command with the BLOCK ERASE,
 CRYPTOGRAPHIC ERASE or OVERWRITE service action (Table A-8; for SCSI hard disks Table A-7
 names SANITIZE OVERWRITE and CRYPTOGRAPHIC ERASE as Purge).
+FORMAT UNIT (``scsi-format``, a SAS drive that lists no SANITIZE) is in neither table as a
+Purge (Table A-7 and A-8 name SANITIZE, cryptographic erase and degaussing); what it does is
+re-initialize every user-addressable block, the outcome of a Clear, so a verified FORMAT
+UNIT is recorded as Clear and no more (docs/erase.md).
 The normal-mode ATA security erase is recorded as Clear: it need not reach reallocated
 blocks nor an HPA/DCO (Seagate, openSeaChest#45). A discard (TRIM / blkdiscard) is not a
 sanitization at all: it only unmaps blocks; the data may stay readable in the flash.
@@ -26,6 +30,10 @@ NONE = "none"
 GUIDELINE = "NIST SP 800-88 Rev. 1, Appendix A, Table A-8 (flash memory-based storage)"
 SCSI_GUIDELINE = ("NIST SP 800-88 Rev. 1, Appendix A, Table A-8 (flash memory-based storage: "
                   "SCSI SSDs; Table A-7 for SCSI hard disks)")
+# scsi-format: the Clear of section 2.4, from a command the tables do not list as Purge
+FORMAT_UNIT_GUIDELINE = ("NIST SP 800-88 Rev. 1, section 2.4 (Clear) and Appendix A, "
+                         "Tables A-7 and A-8 (SCSI drives: FORMAT UNIT is not among their "
+                         "Purge commands)")
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,14 @@ _METHODS = {
     "scsi-sanitize": Sanitization(
         PURGE, "SCSI SANITIZE (block erase, else cryptographic erase, else overwrite: the "
         "service action the drive lists)", SCSI_GUIDELINE),
+    "scsi-format": Sanitization(
+        CLEAR, "SCSI FORMAT UNIT (the current block size kept): every user-addressable block "
+        "re-initialized by the drive", FORMAT_UNIT_GUIDELINE,
+        "recorded as Clear, not Purge: the drive has no SANITIZE, and SP 800-88 names "
+        "SANITIZE (block erase, cryptographic erase, overwrite) as the SCSI Purge, not "
+        "FORMAT UNIT; a format reaches what the drive maps, and may leave spare, retired and "
+        "remapped blocks as they were. The read-back verification below is what shows "
+        "the blocks it sampled hold none of the markers written before"),
     "discard": Sanitization(
         NONE, "discard (TRIM / blkdiscard)", GUIDELINE,
         "a discard is not a sanitization: it only unmaps blocks and the data may remain "

@@ -133,6 +133,7 @@ ERASE_SHORT = {
     "scsi-sanitize-block": "san-blk",
     "scsi-sanitize-crypto": "san-cry",
     "scsi-sanitize-overwrite": "san-ovw",
+    "scsi-format": "scsi-fmt",
 }
 
 
