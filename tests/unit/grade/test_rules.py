@@ -194,6 +194,8 @@ def test_a_capacity_that_does_not_add_up_is_named() -> None:
         "250,000,000",
         "identity does not add up: the namespace's size is 268,435,456 bytes, the kernel "
         "sees 250,000,000"]
+    # the kernel sees 0 bytes: it cannot use the block size (520-byte SAS), no contradiction
+    assert grade_drive(inputs, kernel_bytes=0).grade == REUSE
     nvme["nvme_namespaces"][0]["capacity"]["bytes"] = 2 * 268435456
     reasons = [r.text for r in grade_drive(parse_smartctl_grade(json.dumps(nvme)),
                                            kernel_bytes=268435456).reasons]

@@ -235,8 +235,11 @@ def history_flags(i: GradeInputs) -> list[str]:
 
 def identity_flags(i: GradeInputs, kernel_bytes: int | None) -> list[str]:
     """Capacities that contradict each other (docs/grading.md "Identity"): what the drive
-    reports against what the kernel sees, and an NVMe namespace's NSZE >= NCAP >= NUSE."""
+    reports against what the kernel sees, and an NVMe namespace's NSZE >= NCAP >= NUSE.
+    A kernel size of 0 is no size that contradicts: the kernel cannot use the drive's block
+    size (a SAS drive of 520-byte blocks, said by discovery and reformatted by the erase)."""
     out = []
+    kernel_bytes = kernel_bytes or None
     if kernel_bytes is not None and i.reported_bytes is not None and \
             i.reported_bytes != kernel_bytes:
         out.append(f"the drive reports {i.reported_bytes:,} bytes, the kernel sees "
