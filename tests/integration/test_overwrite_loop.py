@@ -160,3 +160,29 @@ def test_blocks_changed_after_the_pass_fail_the_erase(
     with pytest.raises(VerificationFailed, match="did not stick"):
         erase_drive(host, target, method=OVERWRITE, journal=MemoryPasswordJournal(),
                     options=EraseOptions(overwrite_seed=SEED, overwrite_verify_percent=100))
+
+
+def test_the_pipelined_pass_writes_the_plain_stream_to_a_block_device() -> None:
+    """On a 4Kn loop device (O_DIRECT through the block layer): every write the writer
+    thread makes holds the pattern of its region computed alone, in order, from at most
+    BUFFERS buffers, and the device ends up holding the seed's whole stream."""
+    size = 5 * ow.CHUNK_BYTES + 3 * 4096
+    with loop_device(size_bytes=size, sector_size=4096, fill=0xA5,
+                     prefix="ssdbench-overwrite-pipe-") as (dev, backing):
+        pattern = ow.Pattern.new("random", SEED)
+        offsets: list[int] = []
+        wrong: list[int] = []
+        buffers: set[int] = set()
+
+        def pwrite(fd: int, data: memoryview, offset: int) -> int:
+            offsets.append(offset)
+            buffers.add(id(data.obj))
+            if bytes(data) != pattern.expected(offset, len(data)):
+                wrong.append(offset)
+            return os.pwrite(fd, data, offset)
+
+        result = ow.overwrite_pass(ow.Device(dev, pwrite=pwrite), size, 4096, pattern)
+        assert result.bytes_written == size and not wrong
+        assert offsets == list(range(0, size, ow.CHUNK_BYTES))
+        assert len(buffers) <= ow.BUFFERS
+        assert backing.read_bytes() == pattern.expected(0, size)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -312,3 +313,88 @@ def test_the_stage_hook_takes_the_fallback_pattern_and_percent_from_the_plan(
     with pytest.raises(NoEraseMethod, match="overwrite"):
         hook(ctx)
     assert path.read_bytes() == b"\xa5" * 8 * MIB
+
+
+@pytest.mark.parametrize("chunk", [ow.CHUNK_BYTES, 4 * MIB, 3 * MIB])
+def test_the_pipelined_pass_writes_the_plain_stream_from_bounded_buffers(
+        tmp_path: Path, chunk: int) -> None:
+    """The writer thread writes buffers the calling thread restamped ahead of it: each write
+    holds exactly the plain pattern of its region (computed alone, ``expected``), no buffer
+    changes while it is being written, and the pass never holds more than BUFFERS buffers.
+    A chunk that is not the key block's size refills (the buffers' rotation then differs)."""
+    size = 4 * ow.CHUNK_BYTES + 3 * 512
+    path = image(tmp_path, size)
+    pattern = ow.Pattern.new("random", SEED)
+    writes: list[tuple[int, bytes]] = []
+    changed: list[int] = []
+    buffers: set[int] = set()
+
+    def pwrite(fd: int, data: Any, offset: int) -> int:
+        before = bytes(data)
+        time.sleep(0.002)  # let the calling thread run: it must not touch this buffer
+        if bytes(data) != before:
+            changed.append(offset)
+        buffers.add(id(data.obj))
+        writes.append((offset, before))
+        return os.pwrite(fd, data, offset)
+
+    result = ow.overwrite_pass(ow.Device(str(path), pwrite=pwrite), size, 512, pattern,
+                               chunk=chunk)
+    assert result.bytes_written == size and not changed
+    assert [o for o, _ in writes] == list(range(0, size, chunk))  # in order, back to back
+    for offset, data in writes:
+        assert data == pattern.expected(offset, len(data)), offset
+    assert len(buffers) <= ow.BUFFERS
+    assert path.read_bytes() == pattern.expected(0, size)
+
+
+def test_a_failing_drive_stops_the_pipelined_pass_with_its_error(tmp_path: Path) -> None:
+    """The writer thread's error (too many bad blocks) is the pass's, raised in the calling
+    thread; no writer thread is left behind, and a cancel stops the writes it has queued."""
+    size = 16 * MIB
+    path = image(tmp_path, size)
+
+    def broken(fd: int, data: Any, offset: int) -> int:
+        raise OSError(5, "Input/output error")
+
+    with pytest.raises(EraseError, match="the drive is failing"):
+        ow.overwrite_pass(ow.Device(str(path), pwrite=broken), size, 512,
+                          ow.Pattern.new("random", SEED))
+    cancel = threading.Event()
+    offsets: list[int] = []
+
+    def cancel_at_the_second(fd: int, data: Any, offset: int) -> int:
+        offsets.append(offset)
+        if len(offsets) == 2:
+            cancel.set()
+        return os.pwrite(fd, data, offset)
+
+    with pytest.raises(EraseError, match="cancelled"):
+        ow.overwrite_pass(ow.Device(str(path), pwrite=cancel_at_the_second), size, 512,
+                          ow.Pattern.new("random", SEED), cancel=cancel, chunk=MIB)
+    assert 2 <= len(offsets) <= 2 + ow.BUFFERS
+    assert not [t for t in threading.enumerate() if t.name == "overwrite-writer"]
+
+
+def test_the_pass_writes_the_documented_stream_computed_independently(tmp_path: Path) -> None:
+    """The stream from its definition alone (docs/erase.md "The pattern"): the AES-128-CTR
+    key stream of the seed (counter block 0), repeated every 8 MiB, each 512-byte sector's
+    first 8 bytes XORed with its sector number (little-endian). The pass's stamps (one XOR
+    of precomputed words per block-aligned write) and ``expected`` (any window) agree."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    key_stream = Cipher(algorithms.AES(SEED), modes.CTR(bytes(16))).encryptor().update(
+        bytes(ow.CHUNK_BYTES))
+    size = 3 * ow.CHUNK_BYTES + 5 * 512
+    path = image(tmp_path, size)
+    pattern = ow.Pattern.new("random", SEED)
+    ow.overwrite_pass(ow.Device(str(path)), size, 512, pattern)
+    data = path.read_bytes()
+    per_block = ow.CHUNK_BYTES // 512
+    for sector in (0, 1, 7, per_block - 1, per_block, per_block + 3, 2 * per_block + 4095,
+                   3 * per_block + 4):
+        at = (sector % per_block) * 512
+        word = int.from_bytes(key_stream[at:at + 8], "little") ^ sector
+        want = word.to_bytes(8, "little") + key_stream[at + 8:at + 512]
+        assert data[sector * 512:sector * 512 + 512] == want, sector
+        assert pattern.expected(sector * 512, 512) == want, sector

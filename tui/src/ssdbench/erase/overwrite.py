@@ -4,7 +4,7 @@ read-back of what the pass wrote.
 For every drive with no firmware erase that works (USB bridges without pass-through,
 drives that stay frozen, hard disks, virtual disks) or that the operator chooses it for.
 
-The pass writes with ``O_DIRECT`` from one page-aligned ``mmap`` buffer of
+The pass writes with ``O_DIRECT`` from page-aligned ``mmap`` buffers of
 :data:`CHUNK_BYTES` (a multiple of every logical block size), the last region cut to the
 device's size (odd IDEMA sector counts, 4Kn). A region whose write fails is retried block
 by block; a block that still fails is a bad block: counted, recorded (and whether it still
@@ -18,10 +18,12 @@ drive that compresses or deduplicates (at 512 bytes or more) cannot shortcut the
 block's content is recomputed from its offset alone, so the verification reads blocks
 anywhere. Why not the whole stream: AES-NI makes it about 0.1 s of CPU per GiB, 28% of a
 core at an NVMe drive's 3 GB/s and more than fio's own pass on a fast device; the repeated
-block costs one 16,384-word stamp per 8 MiB write (about 0.002 s of CPU per GiB, under 1% of
-a core at any drive's speed: ``make bench``). The two write buffers hold the block once;
-each write only restamps its sectors. Knowing the seed reveals nothing of the data that was
-overwritten.
+block costs one 16,384-word stamp per 8 MiB write (0.017-0.020 s of CPU per GiB in the
+pass on a loaded host, the buffer cold from its write: under 2% of a core at 1 GB/s, 5% at
+2.5 GB/s; ``make bench``). Each of the :data:`BUFFERS` write buffers gets the block at its
+first write; each write then only restamps its sectors, in this thread, while a writer
+thread writes the buffers already stamped back to back. Knowing the seed reveals nothing
+of the data that was overwritten.
 
 The verification reads ``verify_percent`` of the drive in :data:`SAMPLE_BYTES` units,
 chosen at random in each of :data:`SUBSECTIONS` equal parts of the drive (the first and
@@ -34,10 +36,11 @@ import functools
 import math
 import mmap
 import os
+import queue
 import secrets
 import threading
+import traceback
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +50,7 @@ from ssdbench.erase.model import Clock, EraseError, SystemClock
 
 PATTERNS = ("random", "zero")
 CHUNK_BYTES = 8 << 20  # one write: a multiple of 512 and 4096, large enough for any drive
+BUFFERS = 3  # in turn: one being written, one ready, one being restamped
 SAMPLE_BYTES = 1 << 20  # one verification unit (read at sequential speed, not 4K QD1)
 SUBSECTIONS = 64
 MAX_LISTED = 64  # bad blocks / mismatches named in the record (all are counted)
@@ -95,7 +99,7 @@ class Pattern:
             return
         if offset % SECTOR or length % SECTOR:
             raise EraseError(f"pattern of [{offset}, {offset + length}): not whole sectors")
-        block = _key_block(self.seed)
+        block = memoryview(_key_block(self.seed))  # sliced without a copy
         view = memoryview(out)
         start, done = offset % CHUNK_BYTES, 0
         while done < length:
@@ -104,6 +108,7 @@ class Pattern:
             done += n
             start = 0
         view.release()
+        block.release()
         self.restamp(offset, out, length)
 
     def restamp(self, offset: int, out: Any, length: int) -> None:
@@ -117,10 +122,16 @@ class Pattern:
         sectors = length // SECTOR
         words = np.frombuffer(out, dtype="<u8", count=length // 8)[::SECTOR // 8]
         first = offset // SECTOR
-        base = _key_words(self.seed)
         per_block = CHUNK_BYTES // SECTOR
-        if first % per_block == 0 and sectors <= per_block:  # the pass: one write, one block
-            key = base[:sectors]
+        at = first % per_block
+        if at == 0 and sectors <= per_block:  # the pass: one write, one block
+            # first + k == first ^ k (first a multiple of the power of two per_block, k
+            # below it): one XOR straight into the buffer's sector words, no temporaries
+            np.bitwise_xor(_stamped_words(self.seed)[:sectors], np.uint64(first), out=words)
+            return
+        base = _key_words(self.seed)
+        if at + sectors <= per_block:  # within one key block
+            key = base[at:at + sectors]
         else:
             key = base[(first + np.arange(sectors, dtype=np.uint64)) % per_block]
         words[:] = key ^ (np.arange(first, first + sectors, dtype=np.uint64))
@@ -149,6 +160,16 @@ def _key_words(seed: bytes) -> Any:
     import numpy as np
 
     return np.frombuffer(_key_block(seed), dtype="<u8")[::SECTOR // 8].copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _stamped_words(seed: bytes) -> Any:
+    """:func:`_key_words` XORed with each sector's number within the block (0, 1, ...):
+    a block-aligned write's stamps are these XORed with its first sector's number."""
+    import numpy as np
+
+    words = _key_words(seed)
+    return words ^ np.arange(len(words), dtype=np.uint64)
 
 
 @dataclass(frozen=True)
@@ -248,17 +269,43 @@ def _still_reads(dev: Device, offset: int, block: int) -> bool:
         buf.close()
 
 
+_Region = tuple[int, int, int]  # (buffer, byte offset, length)
+
+
 @dataclass
 class _Writes:
-    """The writer thread's side of the pass: regions written, bad blocks found."""
+    """The writer thread's side of the pass: the buffers it is handed (``ready``) and
+    hands back (``free``), regions written, bad blocks found."""
 
     dev: Device
     fd: int
     size_bytes: int
     block: int
+    views: list[memoryview]
+    ready: queue.SimpleQueue[_Region | None] = field(default_factory=queue.SimpleQueue)
+    free: queue.SimpleQueue[int] = field(default_factory=queue.SimpleQueue)
+    stop: threading.Event = field(default_factory=threading.Event)
+    failed: list[BaseException] = field(default_factory=list)
     written: int = 0
     bad: list[BadBlock] = field(default_factory=list)
     bad_count: int = 0
+
+    def run(self) -> None:
+        """The writer thread: write each ready buffer in turn, hand it back to be
+        refilled; -1 handed back says it stopped on an error (``failed``)."""
+        while (item := self.ready.get()) is not None and not self.stop.is_set():
+            i, offset, n = item
+            try:
+                self.region(self.views[i][:n], offset)
+            except BaseException as exc:  # re-raised by the pass, in its own thread
+                chain: BaseException | None = exc
+                while chain is not None:  # the frames' buffer slices: the pass closes them
+                    traceback.clear_frames(chain.__traceback__)
+                    chain = chain.__context__
+                self.failed.append(exc)
+                self.free.put(-1)
+                return
+            self.free.put(i)
 
     def region(self, view: memoryview, offset: int) -> None:
         try:
@@ -297,45 +344,50 @@ def overwrite_pass(
     """Write ``pattern`` over ``[0, size_bytes)`` of ``dev`` and flush; bad blocks are
     skipped and recorded. Raises EraseError when the device cannot be written at all.
 
-    Two buffers: a writer thread writes one (``pwrite`` releases the GIL) while this thread
-    restamps the other (the key block is written into both once)."""
+    :data:`BUFFERS` buffers: a writer thread writes the ready ones back to back (``pwrite``
+    releases the GIL) while this thread restamps the free ones (the key block is written
+    into each once), so a write never waits for this thread to be scheduled."""
     clock = clock or SystemClock()
     fd = dev.open(write=True)
-    bufs = [mmap.mmap(-1, chunk + mmap.PAGESIZE) for _ in range(2)]
+    bufs = [mmap.mmap(-1, chunk + mmap.PAGESIZE) for _ in range(BUFFERS)]
     views = [memoryview(b) for b in bufs]
-    zeros = bytes(chunk)
-    writes = _Writes(dev, fd, size_bytes, block)
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="overwrite")
-    pending: Future[None] | None = None
+    writes = _Writes(dev, fd, size_bytes, block, views)
+    writer = threading.Thread(target=writes.run, name="overwrite-writer", daemon=True)
     try:
         _check_geometry(dev.path, size_bytes, block, _device_size(fd))
         t0 = last = clock.monotonic()
-        for b in bufs:  # the block once; each write then only restamps its sectors
-            pattern.fill(0, b, chunk, zeros)
-        offset = i = 0
+        # a buffer gets the key block at its first write (the first write starts after one
+        # fill, not three), then only its sectors' stamps; "zero": mmap's pages are zeros
+        whole = [False] * BUFFERS  # the buffer holds the key block from its start
+        for i in range(BUFFERS):
+            writes.free.put(i)
+        writer.start()
+        offset = 0
         while offset < size_bytes:
             if cancel is not None and cancel.is_set():
                 raise EraseError(f"{dev.path}: overwrite cancelled at byte {offset}")
+            i = writes.free.get()  # a buffer written (or the writer's error)
+            if i < 0:
+                raise writes.failed[0]
             n = min(chunk, size_bytes - offset)
             if pattern.kind != "zero":
-                if offset % CHUNK_BYTES:  # a chunk that is not the key block's (tests)
-                    pattern.fill(offset, bufs[i], n, zeros)
-                else:
+                if offset % CHUNK_BYTES == 0 and whole[i]:
                     pattern.restamp(offset, bufs[i], n)
-            if pending is not None:
-                pending.result()  # the other buffer is free again
-            pending = pool.submit(writes.region, views[i][:n], offset)
+                else:  # its first write, or a chunk not the key block's (tests)
+                    pattern.fill(offset, bufs[i], n)
+                    whole[i] = offset % CHUNK_BYTES == 0
+            writes.ready.put((i, offset, n))
             offset += n
-            i ^= 1
             now = clock.monotonic()
             if now - last >= PROGRESS_EVERY_S:
                 last = now
                 rate = offset / (now - t0) if now > t0 else 0.0
                 eta = (size_bytes - offset) / rate if rate > 0 else None
                 progress(offset, size_bytes, f"overwriting: {rate / 1e6:.0f} MB/s", eta)
-        if pending is not None:
-            pending.result()
-            pending = None
+        writes.ready.put(None)
+        writer.join()
+        if writes.failed:
+            raise writes.failed[0]
         try:
             os.fsync(fd)  # the drive's volatile write cache: FLUSH CACHE / NVMe Flush
         except OSError as exc:
@@ -344,13 +396,10 @@ def overwrite_pass(
         seconds = clock.monotonic() - t0
         progress(size_bytes, size_bytes, "overwritten", 0.0)
     finally:
-        if pending is not None:
-            pending.cancel()
-            try:
-                pending.result()
-            except BaseException:  # the error that got us here is the one to report
-                pass
-        pool.shutdown(wait=True)
+        if writer.is_alive():  # an error or a cancel here: the writer stops after its write
+            writes.stop.set()
+            writes.ready.put(None)
+            writer.join()
         for v in views:
             v.release()
         for b in bufs:
