@@ -22,6 +22,7 @@ from ssdbench.kiosk.config import ConfigError, parse_config
 from ssdbench.lab import fleetindex
 from ssdbench.lab.storekeys import KEYS_DIR, NONE, pointers, run_fields, segment
 from ssdbench.lab.uploader import JOURNAL, StoreUploader
+from tests.schema_check import check_data, check_tree
 from tests.unit.lab.test_fleet_sent import NOW, RESULTS, MemoryS3, build, rows, s3_cfg
 
 NVME = "20261125T062239Z_QEMU_NVMe_Ctrl_DEMONVME0001"
@@ -161,6 +162,8 @@ def test_a_run_without_its_field_is_under_none_never_dropped(tmp_path: Path) -> 
         "lab1/_keys/lot=_none/bench-07/DEMONVME0001/20261125T062239Z.json",
         "lab1/_keys/lot=_none/bench-07/DEMOSATA0001/20261125T062239Z.json"]
     assert {d["value"] for d in keyed(store).values()} == {None}
+    for key in keyed(store):
+        check_data(json.loads(store.objects[key]), "store-key.json.schema.json", key)
 
 
 def test_no_keys_no_objects(tmp_path: Path) -> None:
@@ -182,6 +185,12 @@ def test_a_hostile_lot_lands_under_keys_and_nowhere_else(tmp_path: Path, name: s
         assert parts[2] == segment("lot", HOSTILE[name]) and parts[3] == "bench-07"
         assert parts[5] == "20261125T062239Z.json"
         assert doc["value"] == HOSTILE[name]  # the raw value, JSON-escaped
+        assert doc["run"] == f"lab1/bench-07/{parts[4]}/20261125T062239Z/"
+        held = tmp_path / "copy" / key  # as a copy of the store has it
+        held.parent.mkdir(parents=True, exist_ok=True)
+        held.write_bytes(store.objects[key])
+    # each object found through schemas/index.json and held to its schema
+    assert check_tree(tmp_path / "copy") == {"store-key.json.schema.json": 2}
     assert all(k.startswith(("lab1/bench-07/", "lab1/_keys/", "lab1/_fleet/sent/bench-07/"))
                for k in store.objects)
 
