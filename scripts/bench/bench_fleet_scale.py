@@ -34,6 +34,10 @@ through s3proxy take hours here), writing the index and the output folder a buil
 s3proxy would. Then FLEET_NEW new runs and their day's sent file are added the same way and
 the incremental build runs over s3proxy; it prints the same figures as
 ``fleet_scale_s3_*`` and ``fleet_scale_s3_listed_keys`` (keys s3proxy listed for it).
+With FLEET_DIR the seeded store and the cold build's output folder stay: FLEET_REUSE=1
+then measures the incremental build again straight away (seeding a million runs and
+their cold build take about half an hour here). FLEET_PROFILE=file: the first incremental
+build runs under cProfile, its statistics written to that file (``python -m pstats``).
 """
 
 from __future__ import annotations
@@ -230,19 +234,30 @@ def counted(self, prefix, start_after=None):
     listed[0] += len(found)
     return found
 store.S3Store.tagged_keys = counted
-rc = main(["fleet", "store", "--config", sys.argv[1], "-o", sys.argv[2],
-           "--silent-after", "1e12"])
+argv = ["fleet", "store", "--config", sys.argv[1], "-o", sys.argv[2], "--silent-after", "1e12"]
+if len(sys.argv) > 3:  # FLEET_PROFILE
+    import cProfile
+    prof = cProfile.Profile()
+    rc = prof.runcall(main, argv)
+    prof.dump_stats(sys.argv[3])
+else:
+    rc = main(argv)
 seconds = time.perf_counter() - t0
 usage = resource.getrusage(resource.RUSAGE_SELF)
 assert rc == 0, rc
+# this process's own peak (VmHWM): ru_maxrss keeps the parent's from before the exec, and
+# the parent here has just made the cold build
+with open("/proc/self/status") as f:
+    hwm = [int(line.split()[1]) for line in f if line.startswith("VmHWM:")]
 print(f"seconds={seconds:.2f}")
 print(f"cpu_seconds={usage.ru_utime + usage.ru_stime:.2f}")
-print(f"peak_rss_mb={usage.ru_maxrss / 1024:.1f}")
+print(f"peak_rss_mb={(hwm[0] if hwm else usage.ru_maxrss) / 1024:.1f}")
+print(f"ru_maxrss_mb={usage.ru_maxrss / 1024:.1f}")
 print(f"listed={listed[0]}")
 """
 
 
-def main_s3(tmp: Path) -> int:
+def main_s3(tmp: Path, keep: bool) -> int:
     import socket
     import time
 
@@ -284,59 +299,75 @@ def main_s3(tmp: Path) -> int:
             client.create_bucket(Bucket=BUCKET)
         root = data / BUCKET / "lab1"
         out = tmp / "out"
+        base = tmp / "out.cold"  # the cold build's output: each incremental build's start
+        seeded_file = tmp / "seeded.json"  # what FLEET_REUSE=1 can start from
         drives = TOTAL // len(RUNS)
-        t0 = time.perf_counter()
-        if not (root.is_dir() and os.environ.get("FLEET_REUSE") == "1"):
+        seeded: dict[str, float] = {}
+        if os.environ.get("FLEET_REUSE") == "1" and seeded_file.is_file():
+            seeded = json.loads(seeded_file.read_text())
+            if (seeded.get("runs"), seeded.get("new")) != (TOTAL, NEW) or not base.is_dir():
+                seeded = {}
+        reused = bool(seeded)
+        if not reused:
+            seeded_file.unlink(missing_ok=True)
+            t0 = time.perf_counter()
             shutil.rmtree(root, ignore_errors=True)
             print(f"# writing {TOTAL} runs into {root}", file=sys.stderr, flush=True)
             sent: dict[str, list[str]] = {}
             write_runs(root, 0, drives, day=0, sent=sent)
             _write_sent(root, sent, "20261101")
-        seeded = time.perf_counter() - t0
-        for p in (root / "_fleet").glob("bench-*"):
-            shutil.rmtree(p)  # cold: no index (the sent files stay)
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir()
-        print("# seeding build (direct, not timed through s3proxy)", file=sys.stderr,
-              flush=True)
-        from ssdbench.lab import fleetindex
+            seed_s = time.perf_counter() - t0
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+            print("# seeding build (direct, not timed through s3proxy)", file=sys.stderr,
+                  flush=True)
+            from ssdbench.lab import fleetindex
 
-        t0 = time.perf_counter()
-        cold = fleetindex.build(fleetindex.StoreSource(DirectStore(data / BUCKET), "lab1"),
-                                out, silent_after_s=1e12)
-        cold_s = time.perf_counter() - t0
-        rows = _lines(out / "fleet.csv") - 1
-        base = tmp / "out.cold"
-        shutil.rmtree(base, ignore_errors=True)
-        shutil.copytree(out, base, symlinks=True)
-        sent = {}
-        write_runs(root, drives, NEW // len(RUNS), day=1, sent=sent)
-        _write_sent(root, sent, "20261102")
+            t0 = time.perf_counter()
+            cold = fleetindex.build(fleetindex.StoreSource(DirectStore(data / BUCKET), "lab1"),
+                                    out, silent_after_s=1e12)
+            seeded = {"runs": TOTAL, "new": NEW, "seed_s": seed_s,
+                      "cold_s": time.perf_counter() - t0, "cold_read": cold.read,
+                      "rows": _lines(out / "fleet.csv") - 1}
+            shutil.rmtree(base, ignore_errors=True)
+            shutil.copytree(out, base, symlinks=True)
+            sent = {}
+            write_runs(root, drives, NEW // len(RUNS), day=1, sent=sent)
+            _write_sent(root, sent, "20261102")
+            if keep:
+                seeded_file.write_text(json.dumps(seeded))
+        rows = int(seeded["rows"])
         config = tmp / "ssdbench.toml"
         config.write_text(
             'plan = "quick"\nselect = ["serial:X"]\ndestroy = "all-eligible"\n'
             f'[store]\nkind = "s3"\nendpoint = "{endpoint}"\nbucket = "{BUCKET}"\n'
             f'prefix = "lab1"\naccess_key = "{KEY}"\nsecret_key = "{SECRET}"\n')
+        profile = os.environ.get("FLEET_PROFILE")
         runs: list[dict[str, str]] = []
         for i in range(max(1, int(os.environ.get("FLEET_REPEAT", "1")))):
-            if i:
-                shutil.rmtree(out)
+            if i or reused:
+                shutil.rmtree(out, ignore_errors=True)
                 shutil.copytree(base, out, symlinks=True)
-                # the index the first incremental build wrote back goes: the same work again
+                # the index an incremental build wrote back goes: the same work again
                 for p in (root / "_fleet").glob("bench-*/20261102.csv.gz"):
                     p.unlink()
-            proc_run = subprocess.run([sys.executable, "-c", CHILD_S3, str(config), str(out)],
-                                      check=True, capture_output=True, text=True)
+            argv = [sys.executable, "-c", CHILD_S3, str(config), str(out)]
+            if profile and not i:
+                argv.append(profile)
+            proc_run = subprocess.run(argv, check=True, capture_output=True, text=True)
             sys.stderr.write(proc_run.stderr[-2000:])
             runs.append(dict(line.split("=", 1) for line in proc_run.stdout.split()
                              if "=" in line))
         warm = max(runs, key=lambda r: float(r["seconds"]))
         after = _lines(out / "fleet.csv") - 1
-        shutil.rmtree(base, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(base, ignore_errors=True)
         print(f"fleet_scale_s3_runs={rows}")
-        print(f"fleet_scale_s3_seed_seconds={seeded:.1f}")
-        print(f"fleet_scale_s3_seed_build_seconds={cold_s:.1f}  # direct, not through s3proxy")
-        print(f"fleet_scale_s3_cold_read={cold.read}")
+        print(f"fleet_scale_s3_seed_seconds={seeded['seed_s']:.1f}"
+              + ("  # reused" if reused else ""))
+        print(f"fleet_scale_s3_seed_build_seconds={seeded['cold_s']:.1f}  "
+              "# direct, not through s3proxy")
+        print(f"fleet_scale_s3_cold_read={seeded['cold_read']}")
         print(f"fleet_scale_s3_incremental_seconds={warm['seconds']}")
         print(f"fleet_scale_s3_incremental_peak_rss_mb={warm['peak_rss_mb']}")
         print(f"fleet_scale_s3_incremental_cpu_seconds={warm['cpu_seconds']}")
@@ -356,7 +387,7 @@ def main() -> int:
         keep = os.environ.get("FLEET_DIR")
         tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="bench-fleet-s3-"))
         try:
-            return main_s3(tmp)
+            return main_s3(tmp, bool(keep))
         finally:
             if not keep:
                 shutil.rmtree(tmp, ignore_errors=True)
