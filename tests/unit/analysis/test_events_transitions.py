@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ssdbench.analysis import analyse_iops
 from ssdbench.analysis.events import find_events
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "analysis"
@@ -31,3 +32,26 @@ def test_a_throttle_is_placed_where_the_seconds_left_the_level_before_it() -> No
     assert abs(lv.mean - float(np.mean(series[94:125]))) < 1e-9
     assert lv.seconds == 31
 
+
+
+def test_a_dip_in_the_last_seconds_of_a_short_run_is_not_its_final_level() -> None:
+    # iops.csv of the enterprise simulated drive's 150-s torture (the known-answer loop
+    # beside stress-ng --cpu 2, 2026-11-28 22:23, tests/integration/
+    # test_simdrive_known_answers.py): the host starved the rig for a moment at the end
+    # (second 147: 48 IOPS), so the drive's truth and fio both dipped. The run has no level
+    # of FINAL_MIN_S, so the last level was taken whole: the 3-s dip, 134 IOPS against the
+    # 232 it held from its cliff, and the steady-state check refused the model's steady
+    # state. A fall in the run's last 10 s is a late fall: the level it fell from is final.
+    with (DATA / "enterprise-end-dip-iops.csv").open(newline="") as f:
+        series = [float(r["iops"]) for r in csv.DictReader(f)]
+    assert len(series) == 150 and round(series[147]) == 48
+    ev = find_events(series)
+    assert ev.final_level is not None and 200 < ev.final_level < 260, ev.final_level
+    late = [e for e in ev.events if e.kind == "late-fall"]
+    assert len(late) == 1 and late[0].at_s >= 140, ev.events
+    a = analyse_iops(np.asarray(series), round_s=15)
+    assert a.steady_state.reached and a.steady_state.at_s is not None, a.steady_state
+    # a fall the drive stays in (the same series, the last 40 s at its dip's level) is
+    # not a late fall: the run shows where the drive went
+    held = series[:110] + [50.0] * 40
+    assert find_events(held).final_level < 60

@@ -265,13 +265,19 @@ def find_events(values: Any, seg: Segmentation | None = None, *,
         held = cur.start_s - max(e.at_s for e in [cliff, *steps]) if cliff is not None else 0
         dip = (cliff is not None and held >= FINAL_MIN_S
                and n - cur.start_s < RECOVERY_SHARE * held)
+        at_end = n - cur.start_s < CLIFF_AFTER_MIN_S
         if ((final_idx is not None and i > final_idx and (shallow or cliff is not None))
-                or n - cur.start_s < CLIFF_AFTER_MIN_S or dip):
+                or at_end or dip):
             flush_decline()
             events.append(Event("late-fall", cur.start_s, n - cur.start_s, prev.mean,
                                 min(lv.mean for lv in levels[i:])))
-            if dip and (final_idx is None or final_idx >= i):
-                final_idx = _final_index(levels[:i])  # the level the drive dipped from
+            # the level the drive fell from is the final level: a dip, or a fall in the
+            # run's last seconds (a run shorter than FINAL_MIN_S has no long level to keep,
+            # and its last level, however short, was taken: a 3-s dip of the host at the
+            # end of a 150-s run made the final level 134 IOPS of 232 and "no steady state")
+            if (dip and (final_idx is None or final_idx >= i)) or (
+                    at_end and final_idx is not None and final_idx >= i):
+                final_idx = _final_index(levels[:i])
             break
         again = _same_throttle(events, prev.mean, cur.mean)
         if again is not None:
