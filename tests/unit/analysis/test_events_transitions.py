@@ -54,4 +54,5 @@ def test_a_dip_in_the_last_seconds_of_a_short_run_is_not_its_final_level() -> No
     # a fall the drive stays in (the same series, the last 40 s at its dip's level) is
     # not a late fall: the run shows where the drive went
     held = series[:110] + [50.0] * 40
-    assert find_events(held).final_level < 60
+    final = find_events(held).final_level
+    assert final is not None and final < 60, final
