@@ -8,7 +8,6 @@ from __future__ import annotations
 import socket
 import socketserver
 import ssl
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,8 +18,8 @@ import ssdbench.lab.store as store_mod
 from ssdbench.lab.config import StoreConfig, parse_store
 from ssdbench.lab.store import S3Store, StoreError
 from tests.integration.test_store import KEY, SECRET, S3Proxy, free_port, make_bucket, s3_config
+from tests.unit.lab.netservers import HOST, Loopback
 
-HOST = "127.0.0.1"
 # keys as a listing can give them: spaces, + ~ % ; = & @ and letters beyond ASCII
 ODD_KEYS = ["lab1/bench-07/S4EV 0001/20261125T062239Z/trim/run.json",
             "lab1/bench-07/Ser+ial~x/Ä € (1)/a%20b;c=d&e@f!$'*,/run.json",
@@ -146,13 +145,12 @@ def test_a_store_restarted_meanwhile_its_kept_connections_are_not_used(tmp_path:
         server.stop()
 
 
-class Canned:
+class Canned(Loopback):
     """An HTTP server on 127.0.0.1 that answers each request with ``answer(request)`` (raw
     bytes; None: it reads the request and never answers, until closed)."""
 
     def __init__(self, answer: Callable[[bytes], bytes | None],
                  context: ssl.SSLContext | None = None) -> None:
-        self.stop = threading.Event()
         self.requests: list[bytes] = []
         canned = self
 
@@ -174,13 +172,7 @@ class Canned:
                 finally:
                     conn.close()
 
-        class Server(socketserver.ThreadingTCPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self.server = Server((HOST, 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        super().__init__(Handler)
 
     def cfg(self, scheme: str = "http", ca_file: Path | None = None) -> StoreConfig:
         fields = {"kind": "s3", "endpoint": f"{scheme}://{HOST}:{self.port}",
@@ -189,11 +181,6 @@ class Canned:
         if ca_file is not None:
             fields["ca_file"] = str(ca_file)
         return parse_store(fields, Path("."))
-
-    def close(self) -> None:
-        self.stop.set()
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

@@ -19,12 +19,32 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 HOST = "127.0.0.1"
 
 
-class Drip:
+class _Threading(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class Loopback:
+    """A threading TCP server on 127.0.0.1 (a free port) serving ``handler`` until
+    :meth:`close`; ``stop`` is set at close, for a handler that waits."""
+
+    def __init__(self, handler: type[socketserver.BaseRequestHandler]) -> None:
+        self.stop = threading.Event()
+        self.server = _Threading((HOST, 0), handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Drip(Loopback):
     """Answers every request with ``answer``, one byte every ``every_s`` seconds, for at
     most ``for_s`` seconds (so a client that never gives up still ends the test)."""
 
     def __init__(self, answer: bytes, *, every_s: float = 0.25, for_s: float = 30.0) -> None:
-        self.stop = threading.Event()
         self.requests = 0
         drip = self
 
@@ -45,21 +65,10 @@ class Drip:
                 except OSError:
                     return
 
-        class Server(socketserver.ThreadingTCPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self.server = Server((HOST, 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        super().__init__(Handler)
 
     def url(self, path: str = "/k", userinfo: str = "") -> str:
         return f"http://{userinfo}{HOST}:{self.port}{path}"
-
-    def close(self) -> None:
-        self.stop.set()
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def tls_server_context(folder: Path) -> tuple[ssl.SSLContext, Path]:
