@@ -73,6 +73,19 @@ def open_store(cfg: StoreConfig) -> Store:
     return S3Store(cfg) if cfg.kind == "s3" else HttpStore(cfg)
 
 
+_REFUSED_CODES = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket")
+
+
+def answered(what: str, status: object, code: str, secrets: list[str]) -> StoreError:
+    """The StoreError of an S3 answer that is not 2xx: its status and S3 error code;
+    refused (the keys, bucket or permissions) for 401/403 or a code that says so."""
+    refused = status in (401, 403) or code in _REFUSED_CODES
+    msg = f"{what}: the store answered {status} {code}".rstrip()
+    if refused:
+        msg += " (check the store's keys, bucket and permissions)"
+    return StoreError(scrub(msg, secrets), refused=refused)
+
+
 class S3Store:
     """An S3-compatible bucket through boto3 (imported only when used); its GETs through
     :class:`S3Get` when it can (``direct_gets``, the endpoint a plain URL and no proxy set
@@ -115,11 +128,7 @@ class S3Store:
             err = exc.response.get("Error", {})
             code = str(err.get("Code", ""))
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            refused = status in (401, 403) or code in _REFUSED_CODES
-            msg = f"{what}: the store answered {status} {code}".rstrip()
-            if refused:
-                msg += " (check the store's keys, bucket and permissions)"
-            return StoreError(scrub(msg, self.cfg.secrets()), refused=refused)
+            return answered(what, status, code, self.cfg.secrets())
         return StoreError(scrub(f"{what}: {type(exc).__name__}: {exc}", self.cfg.secrets()))
 
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
@@ -196,7 +205,6 @@ _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 _S3_CODE = re.compile(rb"<Code>([A-Za-z0-9.]{1,64})</Code>")
 ERROR_BODY_LIMIT = 64 << 10  # bytes of an error answer read (its <Code>)
 POOL_IDLE = 16  # keep-alive connections kept between GETs (the fleet build fetches with 8)
-_REFUSED_CODES = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket")
 
 
 class S3Get:
@@ -391,11 +399,7 @@ class S3Get:
         boto3's: the status and the S3 error code (only when it looks like one)."""
         m = _S3_CODE.search(body)
         code = m.group(1).decode() if m else ""
-        refused = status in (401, 403) or code in _REFUSED_CODES
-        msg = f"reading {key}: the store answered {status} {code}".rstrip()
-        if refused:
-            msg += " (check the store's keys, bucket and permissions)"
-        return StoreError(scrub(msg, self.cfg.secrets()), refused=refused)
+        return answered(f"reading {key}", status, code, self.cfg.secrets())
 
 
 class HttpStore:
