@@ -175,17 +175,19 @@ def drive_row(drive_dir: Path | Sequence[Path], day: str | None = None) -> Batch
         device=_str(drive.get("name")), reason=reason, signed=signed, **fields)
 
 
-def one_drive_each(drive_dirs: Iterable[Path], day: str | None = None) -> list[list[Path]]:
+def one_drive_each(drive_dirs: Iterable[Path], day: str | None = None,
+                   rows: Mapping[Path, BatchRow] | None = None) -> list[list[Path]]:
     """The drive folders grouped by drive, in their order: a station day's sessions (a
     reboot at lunch, a grade in the morning and the erase after) give one drive a folder
     each, and the page lists it once. The same drive is the same serial and model in
     folders of different sessions (the folder name's stamp, up to its first ``_``); folders
     without a serial stay apart, and so do all folders of a serial that two folders of one
-    session share (twins: two drives that report one serial are two drives)."""
+    session share (twins: two drives that report one serial are two drives). ``rows``:
+    each folder's own row, when the caller has read them."""
     groups: dict[tuple[str, str], list[Path]] = {}
     order: list[tuple[str, str] | Path] = []
     for d in drive_dirs:
-        row = drive_row(d, day)
+        row = rows[d] if rows is not None else drive_row(d, day)
         if not row.serial:
             order.append(d)
             continue
@@ -372,7 +374,9 @@ def write_batch(root: Path, drive_dirs: Iterable[Path], *, title: str, made: str
     instead, the PDF beside it; never written through a link); returns the HTML path and
     None, or why no PDF was made. ``day``: only the runs started on it."""
     dirs = list(drive_dirs)
-    rows = [drive_row(group, day) for group in one_drive_each(dirs, day)]
+    own = {d: drive_row(d, day) for d in dirs}  # each folder read once; a merged drive again
+    rows = [own[group[0]] if len(group) == 1 else drive_row(group, day)
+            for group in one_drive_each(dirs, day, own)]
     host = None
     for d in dirs:  # the machine: run.json host of the first drive that has one
         host = next((meta["host"] for _, meta in read_runs(d, day)[0]
