@@ -198,6 +198,22 @@ def test_a_quiet_job_has_no_guest_beside_it_but_the_one_that_wants_no_other(
     assert not overlap(quick, boot)
 
 
+def test_the_guest_that_wants_no_other_and_the_dev_image_run_at_the_normal_priority(
+        rt: ModuleType) -> None:
+    # /proc/PID/stat's 41st field: the scheduling policy (SCHED_IDLE for the host's jobs)
+    def policy(name: str, **kw: Any) -> Any:
+        return rt.Job(name, ["cut", "-d ", "-f41", "/proc/self/stat"], 0.1, pytest=False, **kw)
+
+    image = policy("dev-image", first=True)
+    quick = policy("kiosk_quick", needs=("dev-image",), qemu=True, alone=True)
+    boot = policy("boot", needs=("dev-image",), qemu=True)
+    unit = policy("unit")
+    run(rt, [image, quick, boot, unit])
+    got = {j.name: j.log.read_text().split() for j in (image, quick, boot, unit)}
+    assert got == {"dev-image": [str(os.SCHED_OTHER)], "kiosk_quick": [str(os.SCHED_OTHER)],
+                   "boot": [str(os.SCHED_IDLE)], "unit": [str(os.SCHED_IDLE)]}
+
+
 def test_a_heavy_host_job_never_runs_beside_one_that_wants_no_guest(rt: ModuleType) -> None:
     image = job(rt, "dev-image", 0.1, first=True)
     quick = job(rt, "kiosk_quick", 0.4, needs=("dev-image",), qemu=True, alone=True,
