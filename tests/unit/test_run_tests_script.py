@@ -198,20 +198,24 @@ def test_a_quiet_job_has_no_guest_beside_it_but_the_one_that_wants_no_other(
     assert not overlap(quick, boot)
 
 
-def test_the_guest_that_wants_no_other_and_the_dev_image_run_at_the_normal_priority(
+def test_the_dev_image_at_the_normal_priority_the_guest_that_wants_no_other_just_above_idle(
         rt: ModuleType) -> None:
-    # /proc/PID/stat's 41st field: the scheduling policy (SCHED_IDLE for the host's jobs)
+    # /proc/PID/stat's 41st field: the scheduling policy (SCHED_IDLE for the host's jobs); the
+    # 19th: the nice value
     def policy(name: str, **kw: Any) -> Any:
-        return rt.Job(name, ["cut", "-d ", "-f41", "/proc/self/stat"], 0.1, pytest=False, **kw)
+        return rt.Job(name, ["cut", "-d ", "-f19,41", "/proc/self/stat"], 0.1, pytest=False,
+                      **kw)
 
     image = policy("dev-image", first=True)
     quick = policy("kiosk_quick", needs=("dev-image",), qemu=True, alone=True)
     boot = policy("boot", needs=("dev-image",), qemu=True)
     unit = policy("unit")
     run(rt, [image, quick, boot, unit])
-    got = {j.name: j.log.read_text().split() for j in (image, quick, boot, unit)}
-    assert got == {"dev-image": [str(os.SCHED_OTHER)], "kiosk_quick": [str(os.SCHED_OTHER)],
-                   "boot": [str(os.SCHED_IDLE)], "unit": [str(os.SCHED_IDLE)]}
+    got = {j.name: j.log.read_text().strip() for j in (image, quick, boot, unit)}
+    nice = os.nice(0)  # what the jobs inherit (a SCHED_IDLE task has one too)
+    assert got == {"dev-image": f"{nice} {os.SCHED_OTHER}",
+                   "kiosk_quick": f"{min(19, nice + 19)} {os.SCHED_OTHER}",
+                   "boot": f"{nice} {os.SCHED_IDLE}", "unit": f"{nice} {os.SCHED_IDLE}"}
 
 
 def test_a_heavy_host_job_never_runs_beside_one_that_wants_no_guest(rt: ModuleType) -> None:
