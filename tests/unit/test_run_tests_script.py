@@ -37,6 +37,12 @@ def ended(name: str) -> str:
     return f'[ -e "$TMPDIR/{name}.end" ]'
 
 
+def wait_until(cond: str) -> str:
+    """Shell that waits for ``cond``, polling every 10 ms, and exits 1 after 60 s."""
+    return (f"n=0; until {cond}; do n=$((n+1)); [ $n -gt 6000 ] && exit 1; sleep 0.01; "
+            "done; ")
+
+
 def job(rt: ModuleType, name: str, seconds: float, *, rc: int = 0, until: str = "",
         **kw: Any) -> Any:
     """A job that sleeps ``seconds`` and leaves markers of its start and end in TMPDIR.
@@ -45,8 +51,7 @@ def job(rt: ModuleType, name: str, seconds: float, *, rc: int = 0, until: str = 
     loaded machine starts a job at SCHED_IDLE (a CI run started a 0.5 s job after its
     0.4 s partner had ended); a scheduler that ran them one after the other fails on the
     wait's exit 1, not a race."""
-    wait = (f"n=0; until {until}; do n=$((n+1)); [ $n -gt 6000 ] && exit 1; sleep 0.01; "
-            "done; " if until else "")
+    wait = wait_until(until) if until else ""
     script = (f'touch "$TMPDIR/{name}.start"; {wait}sleep {seconds}; echo {name}; '
               f'touch "$TMPDIR/{name}.end"; exit {rc}')
     return rt.Job(name, ["sh", "-c", script], seconds, pytest=False, **kw)
@@ -101,9 +106,8 @@ def test_a_light_job_runs_on_its_own_lane_the_others_at_sched_idle_and_cpu_count
     # run beside guests started the light job after the 20,000-step spin had ended; a
     # scheduler that ran them one after the other fails on the wait's exit 1, not a race)
     def waiting(me: str, others: str) -> str:
-        cond = " || ".join(f"[ ! -e \"$TMPDIR/{o}\" ]" for o in others.split())
-        return (f"touch \"$TMPDIR/{me}\"; n=0; while {cond}; do n=$((n+1)); "
-                "[ $n -gt 6000 ] && exit 1; sleep 0.01; done; ")
+        return (f'touch "$TMPDIR/{me}.start"; '
+                + wait_until(" && ".join(started(o) for o in others.split())))
 
     light = rt.Job("known", ["sh", "-c", waiting("known", "spin unit") + "echo known"], 0.9,
                    pytest=False, light=True)
